@@ -1,0 +1,15 @@
+"""Bandit environments. Importing this package registers the bundled kinds."""
+
+from netsim.bandits.base import BanditEnvironment
+from netsim.bandits.linear import LinearBandit
+from netsim.bandits.stochastic import BernoulliBandit, GaussianBandit, HeterogeneousBandit
+from netsim.bandits.tabular import TabularBandit
+
+__all__ = [
+    "BanditEnvironment",
+    "BernoulliBandit",
+    "GaussianBandit",
+    "HeterogeneousBandit",
+    "LinearBandit",
+    "TabularBandit",
+]

@@ -1,0 +1,142 @@
+"""The bandit environment a protocol pulls from; it keeps the pseudo-regret books.
+
+Randomness: agent i has its own stream ``("rewards", i)``. Every single pull consumes
+exactly one uniform u from it, and the reward is obtained by inverting the reward law's CDF
+at u. A pull of n (the sum of n i.i.d. rewards, used where an algorithm only needs the sum)
+also consumes one uniform and inverts the exact law of the sum (Binomial for Bernoulli,
+Normal(n mu, n sigma^2) for Gaussian). Hence agent i's j-th pull sees the same u_{i,j} in
+every protocol run with the same seed: common random numbers across protocols.
+
+Regret: each pull of arm k by agent i adds n * (mu* - mu_k) to agent i's pseudo-regret,
+where mu are the *global* means (the average of the agents' local means in heterogeneous
+environments, zhu2021 Sec. 2.1 and li2022 Sec. VI-C). Protocols cannot misreport regret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from netsim import params as P
+from netsim.streams import Streams
+
+_HALF_ULP = 2.0**-54
+
+
+class BanditEnvironment:
+    """Base class: arms, true means, the uniform streams and the regret books.
+
+    Subclasses set ``local_means`` (agents x arms) in ``__init__`` and implement
+    :meth:`_rewards`. ``fields`` declares the keys of the ``[bandit]`` section.
+    """
+
+    kind: ClassVar[str]
+    description: ClassVar[str] = ""
+    fields: ClassVar[Mapping[str, P.Field]] = {}
+    uniforms_per_pull: ClassVar[int] = 1
+
+    def __init__(self, options: Mapping[str, Any], num_agents: int, streams: Streams):
+        self.options = dict(options)
+        self.num_agents = num_agents
+        self._generators = streams.many("rewards", num_agents)
+        self._block = 256
+        self._buffer = np.empty((num_agents, self._block))
+        self._cursor = np.full(num_agents, self._block, dtype=np.int64)
+        self.regret = np.zeros(num_agents)
+        self.pulls = np.zeros(num_agents, dtype=np.int64)
+        self.local_means = np.zeros((num_agents, 0))
+
+    # ------------------------------------------------------------------ true means
+    @property
+    def num_arms(self) -> int:
+        return self.local_means.shape[1]
+
+    @property
+    def means(self) -> np.ndarray:
+        """Global means mu_k = (1/M) sum_i mu_{i,k}."""
+        return self.local_means.mean(axis=0)
+
+    @property
+    def best_arm(self) -> int:
+        return int(np.argmax(self.means))
+
+    @property
+    def gaps(self) -> np.ndarray:
+        """Suboptimality gaps Delta_k = mu* - mu_k of the global means."""
+        means = self.means
+        return means.max() - means
+
+    # ------------------------------------------------------------------ pulls
+    def pull(self, agent: int, arm: int, n: int = 1) -> float:
+        """Sum of ``n`` i.i.d. rewards of ``arm`` for ``agent``; records pseudo-regret."""
+        return float(self.pull_many(np.array([agent]), np.array([arm]), n)[0])
+
+    def pull_many(self, agents: np.ndarray, arms: np.ndarray, n: int | np.ndarray = 1) -> np.ndarray:
+        """Vectorised :meth:`pull`: element j is the sum of ``n[j]`` rewards of ``arms[j]`` for ``agents[j]``.
+
+        An agent may appear several times; its pulls consume its uniforms in array order.
+        """
+        agents = np.asarray(agents, dtype=np.int64)
+        arms = np.asarray(arms, dtype=np.int64)
+        n = np.broadcast_to(np.asarray(n, dtype=np.int64), agents.shape)
+        if np.any(n < 0):
+            raise ValueError("number of pulls must be >= 0")
+        u = self._uniforms(agents)
+        rewards = self._rewards(agents, arms, n, u)
+        self._record(agents, arms, n)
+        return rewards
+
+    def _record(self, agents: np.ndarray, arms: np.ndarray, n: np.ndarray) -> None:
+        np.add.at(self.regret, agents, n * self._pull_gaps(agents, arms))
+        np.add.at(self.pulls, agents, n)
+
+    def _pull_gaps(self, agents: np.ndarray, arms: np.ndarray) -> np.ndarray:
+        """Expected regret of one pull of ``arms[j]`` by ``agents[j]``."""
+        return self.gaps[arms]
+
+    def _rewards(self, agents: np.ndarray, arms: np.ndarray, n: np.ndarray, u: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ uniform streams
+    def _uniforms(self, agents: np.ndarray) -> np.ndarray:
+        """The next uniform in (0, 1) of each listed agent's stream, in array order."""
+        counts = np.bincount(agents, minlength=self.num_agents)
+        if counts.max(initial=0) > self._block:
+            self._grow(int(counts.max()))
+        for agent in np.flatnonzero(self._cursor + counts > self._block):
+            self._refill(int(agent))
+        if len(agents) == 0 or counts.max() == 1:
+            offsets = self._cursor[agents]
+        else:
+            order = np.argsort(agents, kind="stable")
+            sorted_agents = agents[order]
+            starts = np.searchsorted(sorted_agents, sorted_agents, side="left")
+            rank = np.empty_like(agents)
+            rank[order] = np.arange(len(agents)) - starts
+            offsets = self._cursor[agents] + rank
+        u = self._buffer[agents, offsets]
+        self._cursor += counts
+        return u
+
+    def _refill(self, agent: int) -> None:
+        tail = self._buffer[agent, self._cursor[agent]:].copy()
+        fresh = self._generators[agent].random(self._block - len(tail)) + _HALF_ULP
+        self._buffer[agent, : len(tail)] = tail
+        self._buffer[agent, len(tail):] = fresh
+        self._cursor[agent] = 0
+
+    def _grow(self, need: int) -> None:
+        block = 1 << (need - 1).bit_length()
+        buffer = np.empty((self.num_agents, block))
+        for agent in range(self.num_agents):
+            left = self._block - self._cursor[agent]
+            buffer[agent, :left] = self._buffer[agent, self._cursor[agent]:]
+            self._cursor[agent] = block - left
+            buffer[agent, self._cursor[agent]:] = buffer[agent, :left].copy()
+        self._buffer, self._block = buffer, block
+
+    def summary(self) -> dict[str, Any]:
+        """Facts about the instance written to ``meta.json``."""
+        return {"arms": self.num_arms, "best_arm": self.best_arm, "means": self.means.round(6).tolist()}

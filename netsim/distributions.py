@@ -1,0 +1,93 @@
+"""Small, validated, vectorised distributions: link delays and byzantine reports Q.
+
+A distribution is declared in a scenario as an inline table, e.g.
+``delay = { model = "lognormal", mean = 1.0, sigma = 0.5 }`` or
+``distribution = { model = "bernoulli", p = 0.0 }``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from netsim import params as P
+from netsim.errors import InputError
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A named law with validated parameters; ``sample(rng, size)`` draws a numpy array."""
+
+    model: str
+    args: Mapping[str, float]
+
+    def sample(self, rng: np.random.Generator, size: int | None = None) -> np.ndarray | float:
+        a = self.args
+        if self.model == "constant":
+            return a["value"] if size is None else np.full(size, a["value"])
+        if self.model == "uniform":
+            return rng.uniform(a["low"], a["high"], size)
+        if self.model == "exponential":
+            return rng.exponential(a["mean"], size)
+        if self.model == "lognormal":
+            # parameterised by its mean: mu = ln(mean) - sigma^2 / 2
+            return rng.lognormal(math.log(a["mean"]) - a["sigma"] ** 2 / 2, a["sigma"], size)
+        if self.model == "bernoulli":
+            return (rng.random(size) < a["p"]).astype(float)
+        if self.model == "normal":
+            return rng.normal(a["mean"], a["sigma"], size)
+        raise AssertionError(self.model)
+
+    @property
+    def mean(self) -> float:
+        a = self.args
+        return {
+            "constant": lambda: a["value"],
+            "uniform": lambda: (a["low"] + a["high"]) / 2,
+            "exponential": lambda: a["mean"],
+            "lognormal": lambda: a["mean"],
+            "bernoulli": lambda: a["p"],
+            "normal": lambda: a["mean"],
+        }[self.model]()
+
+    @property
+    def is_constant(self) -> bool:
+        return self.model == "constant"
+
+    def as_table(self) -> dict[str, Any]:
+        return {"model": self.model, **self.args}
+
+
+_NONNEG = dict(low=0.0)
+MODELS: dict[str, dict[str, P.Field]] = {
+    "constant": {"value": P.real(low=0.0, doc="the value")},
+    "uniform": {"low": P.real(**_NONNEG), "high": P.real(**_NONNEG)},
+    "exponential": {"mean": P.real(low=0.0, low_open=True)},
+    "lognormal": {"mean": P.real(low=0.0, low_open=True), "sigma": P.real(low=0.0)},
+    "bernoulli": {"p": P.probability()},
+    "normal": {"mean": P.real(), "sigma": P.real(low=0.0)},
+}
+
+DELAY_MODELS = ("constant", "uniform", "exponential", "lognormal")
+REPORT_MODELS = ("constant", "uniform", "bernoulli", "normal")
+
+
+def parse_distribution(raw: Any, *, key: str, models: tuple[str, ...], source: str | None = None) -> Distribution:
+    """Validate an inline table ``{ model = ..., <args> }`` (a bare number means constant)."""
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool) and "constant" in models:
+        raw = {"model": "constant", "value": raw}
+    if not isinstance(raw, Mapping):
+        raise InputError(f"got {raw!r}; expected a table {{ model = ... }} with model one of {models}",
+                         source=source, key=key)
+    raw = dict(raw)
+    model = raw.pop("model", None)
+    if model not in models:
+        raise InputError(f"got model {model!r}; accepted: {', '.join(models)}", source=source, key=f"{key}.model")
+    args = P.validate(raw, MODELS[model], where=key, source=source)
+    if model == "uniform" and args["low"] > args["high"]:
+        raise InputError("low must not exceed high", source=source, key=f"{key}.low")
+    return Distribution(model, args)

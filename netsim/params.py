@@ -1,0 +1,207 @@
+"""Declarative parameter fields and their validation.
+
+Scenario sections, protocols, bandit kinds, topologies and delay models all declare their
+keys as :class:`Field` objects. :func:`validate` checks a parsed TOML table against them,
+fills defaults, and raises :class:`~netsim.errors.InputError` naming the dotted key and the
+accepted values (with a did-you-mean for unknown keys).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from netsim.errors import InputError
+
+REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
+
+
+@dataclass(frozen=True)
+class Field:
+    """One accepted key.
+
+    Parameters
+    ----------
+    accepts:
+        Human description of the accepted values, shown in errors and ``netsim show``.
+    parse:
+        Turns the raw TOML value into the stored value, or returns ``None`` when the value
+        is not acceptable.
+    default:
+        Value used when the key is absent; :data:`REQUIRED` makes the key mandatory.
+    doc:
+        One line saying what the key means (and where it comes from in the paper).
+    """
+
+    accepts: str
+    parse: Callable[[Any], Any]
+    default: Any = REQUIRED
+    doc: str = ""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def real(
+    default: Any = REQUIRED,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    allow_inf: bool = False,
+    doc: str = "",
+) -> Field:
+    """A real number in ``[low, high]`` (ends open when asked); ``inf`` only when allowed."""
+    lo = "" if low is None else ("> " if low_open else ">= ") + f"{low:g}"
+    hi = "" if high is None else ("< " if high_open else "<= ") + f"{high:g}"
+    bounds = " and ".join(part for part in (lo, hi) if part)
+    accepts = "a number" + (f" {bounds}" if bounds else "") + (" (inf allowed)" if allow_inf else "")
+
+    def parse(value: Any) -> float | None:
+        if not _is_number(value) or math.isnan(value):
+            return None
+        value = float(value)
+        if math.isinf(value):
+            return value if allow_inf and value > 0 else None
+        if low is not None and (value < low or (low_open and value == low)):
+            return None
+        if high is not None and (value > high or (high_open and value == high)):
+            return None
+        return value
+
+    return Field(accepts, parse, default, doc)
+
+
+def probability(default: Any = REQUIRED, *, doc: str = "") -> Field:
+    """A probability in [0, 1]."""
+    return real(default, low=0.0, high=1.0, doc=doc)
+
+
+def integer(default: Any = REQUIRED, *, low: int | None = None, high: int | None = None, doc: str = "") -> Field:
+    """An integer in ``[low, high]``."""
+    bounds = " and ".join(p for p in (f">= {low}" if low is not None else "", f"<= {high}" if high is not None else "") if p)
+    accepts = "an integer" + (f" {bounds}" if bounds else "")
+
+    def parse(value: Any) -> int | None:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int):
+            return None
+        if (low is not None and value < low) or (high is not None and value > high):
+            return None
+        return value
+
+    return Field(accepts, parse, default, doc)
+
+
+def choice(options: tuple[str, ...], default: Any = REQUIRED, *, doc: str = "") -> Field:
+    """One string out of ``options``."""
+    accepts = "one of " + ", ".join(repr(o) for o in options)
+    return Field(accepts, lambda v: v if isinstance(v, str) and v in options else None, default, doc)
+
+
+def text(default: Any = REQUIRED, *, doc: str = "") -> Field:
+    """Any string."""
+    return Field("a string", lambda v: v if isinstance(v, str) else None, default, doc)
+
+
+def boolean(default: Any = REQUIRED, *, doc: str = "") -> Field:
+    """true or false."""
+    return Field("true or false", lambda v: v if isinstance(v, bool) else None, default, doc)
+
+
+def real_list(
+    default: Any = REQUIRED, *, low: float | None = None, high: float | None = None, min_len: int = 1, doc: str = ""
+) -> Field:
+    """A list of real numbers, each within ``[low, high]``."""
+    item = real(low=low, high=high)
+
+    def parse(value: Any) -> tuple[float, ...] | None:
+        if not isinstance(value, list) or len(value) < min_len:
+            return None
+        parsed = [item.parse(v) for v in value]
+        return None if any(p is None for p in parsed) else tuple(parsed)
+
+    return Field(f"a list of at least {min_len} values, each {item.accepts}", parse, default, doc)
+
+
+def integer_list(default: Any = REQUIRED, *, low: int | None = None, min_len: int = 1, doc: str = "") -> Field:
+    """A list of integers, each >= ``low``."""
+    item = integer(low=low)
+
+    def parse(value: Any) -> tuple[int, ...] | None:
+        if not isinstance(value, list) or len(value) < min_len:
+            return None
+        parsed = [item.parse(v) for v in value]
+        return None if any(p is None for p in parsed) else tuple(parsed)
+
+    return Field(f"a list of at least {min_len} values, each {item.accepts}", parse, default, doc)
+
+
+def either(*fields: Field, default: Any = REQUIRED, doc: str = "") -> Field:
+    """The first of ``fields`` that accepts the value."""
+    accepts = " or ".join(f.accepts for f in fields)
+
+    def parse(value: Any) -> Any:
+        for field in fields:
+            parsed = field.parse(value)
+            if parsed is not None:
+                return parsed
+        return None
+
+    return Field(accepts, parse, default, doc)
+
+
+def table(default: Any = REQUIRED, *, doc: str = "") -> Field:
+    """A TOML table, validated later by its own schema."""
+    return Field("a table", lambda v: dict(v) if isinstance(v, Mapping) else None, default, doc)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, Mapping):
+        return "a table"
+    return repr(value)
+
+
+def unknown_key(key: str, known: list[str], *, where: str, source: str | None = None) -> InputError:
+    """The error for a key nobody declared, with a did-you-mean."""
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    accepted = ", ".join(sorted(known)) if known else "no keys"
+    return InputError(f"unknown key{hint}; accepted keys: {accepted}", source=source, key=_join(where, key))
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def validate(
+    raw: Mapping[str, Any], fields: Mapping[str, Field], *, where: str = "", source: str | None = None
+) -> dict[str, Any]:
+    """Check ``raw`` against ``fields``; return the values with defaults filled in."""
+    for key in raw:
+        if key not in fields:
+            raise unknown_key(key, list(fields), where=where, source=source)
+    out: dict[str, Any] = {}
+    for key, field in fields.items():
+        if key not in raw:
+            if field.default is REQUIRED:
+                raise InputError(f"missing; expected {field.accepts}", source=source, key=_join(where, key))
+            out[key] = field.default
+            continue
+        parsed = field.parse(raw[key])
+        if parsed is None:
+            raise InputError(
+                f"got {_describe(raw[key])}; expected {field.accepts}", source=source, key=_join(where, key)
+            )
+        out[key] = parsed
+    return out

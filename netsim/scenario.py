@@ -1,0 +1,391 @@
+"""Scenario files: parse TOML, apply ``--set`` overrides, validate, fill defaults.
+
+A :class:`Scenario` is plain, frozen data (printable by ``netsim show``); the
+:class:`~netsim.sim.Simulation` builds the live objects from it. Every problem is raised as
+an :class:`~netsim.errors.InputError` naming the file, the dotted key and what is accepted.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from importlib.resources import files
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import simpy
+
+from netsim import params as P
+from netsim.distributions import DELAY_MODELS, REPORT_MODELS, parse_distribution
+from netsim.errors import InputError
+from netsim.metrics import Metrics
+from netsim.network import Adversary, Network
+from netsim.registry import SCENARIO_GROUP, bandits, protocols, topologies
+from netsim.streams import Streams, trial_sequence
+
+DEFAULT_SCENARIO = "quickstart"
+
+TOP = {
+    "name": P.text(doc="scenario name (defaults to the file name)"),
+    "description": P.text("", doc="one line saying what the scenario shows"),
+    "source": P.text("", doc="paper, section and figure the setup comes from"),
+    "scaled": P.text("", doc="how and why the scenario is scaled down from the paper"),
+    "bandit": P.table(),
+    "network": P.table(),
+    "protocol": P.table(),
+    "adversary": P.table({}),
+    "clock": P.table({}),
+    "run": P.table({}),
+}
+
+NETWORK = {
+    "topology": P.text("complete", doc="graph family of each component"),
+    "agents": P.integer(10, low=1, doc="number of agents M"),
+    "servers": P.integer(0, low=0, doc="server nodes, each linked to every agent"),
+    "components": P.either(P.integer(low=1), P.integer_list(low=1), default=1,
+                           doc="number of equal components, or their sizes (hybrid structures)"),
+    "delay": P.Field("a delay table { model = ... }", lambda v: v, {"model": "constant", "value": 1.0},
+                     doc="per-hop delay of agent-agent links: " + ", ".join(DELAY_MODELS)),
+    "server_delay": P.Field("a delay table { model = ... }", lambda v: v, None,
+                            doc="per-hop delay of server-agent links (defaults to delay)"),
+    "loss": P.probability(0.0, doc="probability that a message is lost"),
+    "links": P.Field("a list of tables { u, v, delay, loss }", lambda v: v if isinstance(v, list) else None, [],
+                     doc="per-link overrides of delay and loss"),
+    "cost": P.table({}, doc="link costs of li2022 Eq. (2)"),
+}
+COST = {
+    "agent_agent": P.real(1.0, low=0.0, doc="c2: cost of an agent-agent link per slot"),
+    "server_agent": P.real(25.0, low=0.0, doc="c1: cost of a server-agent link per slot"),
+}
+LINK = {
+    "u": P.integer(low=0),
+    "v": P.integer(low=0),
+    "delay": P.Field("a delay table", lambda v: v, None),
+    "loss": P.probability(None),
+}
+ADVERSARY = {
+    "byzantine": P.probability(0.0, doc="fraction of agents that are byzantine (chosen at random)"),
+    "agents": P.integer_list((), low=0, min_len=0, doc="explicit byzantine agent ids (instead of a fraction)"),
+    "corruption": P.probability(0.0, doc="probability that a byzantine agent replaces a reported value"),
+    "distribution": P.Field("a table { model = ... }", lambda v: v, {"model": "bernoulli", "p": 0.0},
+                            doc="the fixed law Q of corrupted reports: " + ", ".join(REPORT_MODELS)),
+    "relay": P.boolean(False, doc="byzantine agents also corrupt records they relay"),
+    "link_corruption": P.probability(0.0, doc="probability that a link corrupts a record in transit"),
+}
+CLOCK = {
+    "period": P.real(1.0, low=0.0, low_open=True, doc="length of a tick (slot)"),
+    "jitter": P.real(0.0, low=0.0, high=1.0, high_open=True,
+                     doc="node clock jitter as a fraction of the period (0 = paper mode)"),
+}
+RUN = {
+    "horizon": P.real(1000.0, low=0.0, low_open=True, doc="simulated time T"),
+    "trials": P.integer(1, low=1, doc="independent repetitions"),
+    "seed": P.integer(1, low=0, doc="root of the run's SeedSequence"),
+    "checkpoints": P.integer(100, low=1, doc="points of the regret time series"),
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario: every section with its defaults filled in."""
+
+    name: str
+    description: str
+    source: str
+    scaled: str
+    bandit: Mapping[str, Any]
+    network: Mapping[str, Any]
+    protocol: Mapping[str, Any]
+    adversary: Mapping[str, Any]
+    clock: Mapping[str, Any]
+    run: Mapping[str, Any]
+    path: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The resolved scenario as a TOML-ready nested dict."""
+        out: dict[str, Any] = {"name": self.name, "description": self.description, "source": self.source}
+        if self.scaled:
+            out["scaled"] = self.scaled
+        for section in ("bandit", "network", "protocol", "adversary", "clock", "run"):
+            out[section] = _plain(getattr(self, section))
+        return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------- finding files
+def bundled_dirs() -> list[Path]:
+    """Folders of bundled scenarios announced by plug-ins (``netsim.scenarios`` entry points)."""
+    dirs = []
+    for ep in entry_points(group=SCENARIO_GROUP):
+        dirs.append(Path(str(files(ep.value))))
+    return dirs
+
+
+def bundled() -> dict[str, Path]:
+    """Bundled scenario name → file."""
+    found: dict[str, Path] = {}
+    for folder in bundled_dirs():
+        for path in sorted(folder.glob("*.toml")):
+            found.setdefault(path.stem, path)
+    return found
+
+
+def locate(name_or_path: str | None) -> Path:
+    """A scenario file from a path or a bundled name (``None``: the quickstart)."""
+    name = name_or_path or DEFAULT_SCENARIO
+    path = Path(name)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise InputError(f"scenario file {name!r} not found", key=None)
+        return path
+    known = bundled()
+    if name in known:
+        return known[name]
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    raise InputError(f"no scenario file or bundled scenario named {name!r}{hint}; see 'netsim list'")
+
+
+# ---------------------------------------------------------------------- overrides
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``a.b=value`` → (["a", "b"], value), the value read as a TOML value when it is one."""
+    if "=" not in text:
+        raise InputError(f"--set {text!r}: expected KEY=VALUE with a dotted KEY, e.g. network.agents=20")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise InputError(f"--set {text!r}: expected KEY=VALUE with a dotted KEY, e.g. network.agents=20")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.split("."), value
+
+
+def apply_overrides(document: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``--set`` overrides to a raw (unvalidated) scenario document."""
+    for text in overrides:
+        keys, value = parse_override(text)
+        target = document
+        for part in keys[:-1]:
+            nxt = target.setdefault(part, {})
+            if not isinstance(nxt, dict):
+                raise InputError(f"--set {text!r}: {part!r} is not a table", key=".".join(keys))
+            target = nxt
+        target[keys[-1]] = value
+    return document
+
+
+# ---------------------------------------------------------------------- validation
+def load(name_or_path: str | None = None, overrides: list[str] | None = None) -> Scenario:
+    """Read, override and validate a scenario; errors name the file."""
+    path = locate(name_or_path)
+    try:
+        document = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"TOML syntax error: {exc}", source=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {exc}", source=str(path)) from None
+    try:
+        document = apply_overrides(document, overrides or [])
+        document.setdefault("name", path.stem)
+        return from_dict(document, base_dir=path.parent, path=str(path))
+    except InputError as exc:
+        raise exc.located(str(path)) from None
+
+
+def from_dict(document: Mapping[str, Any], *, base_dir: Path | None = None, path: str = "") -> Scenario:
+    """Validate a scenario given as a nested dict (as parsed from TOML)."""
+    source = path or None
+    doc = P.validate(document, TOP, source=source)
+    base = base_dir or Path.cwd()
+
+    bandit_kind = doc["bandit"].get("kind", "bernoulli")
+    bandit_cls = bandits.get(bandit_kind, key="bandit.kind", source=source)
+    bandit = P.validate({k: v for k, v in doc["bandit"].items() if k != "kind"}, bandit_cls.fields,
+                        where="bandit", source=source)
+    if "file" in bandit:
+        bandit["file"] = str((base / bandit["file"]).resolve())
+    bandit_cls.check(bandit, source)
+    bandit = {"kind": bandit_kind, **bandit}
+
+    network = _validate_network(doc["network"], base, source)
+
+    name = doc["protocol"].get("name")
+    if name is None:
+        raise InputError(f"missing; accepted: {', '.join(protocols.names())}", source=source, key="protocol.name")
+    protocol_cls = protocols.get(name, key="protocol.name", source=source)
+    protocol = P.validate({k: v for k, v in doc["protocol"].items() if k != "name"}, protocol_cls.fields,
+                          where="protocol", source=source)
+    protocol = {"name": name, **protocol}
+
+    adversary = P.validate(doc["adversary"], ADVERSARY, where="adversary", source=source)
+    parse_distribution(adversary["distribution"], key="adversary.distribution", models=REPORT_MODELS, source=source)
+    bad = [a for a in adversary["agents"] if a >= network["agents"]]
+    if bad:
+        raise InputError(f"agent {bad[0]} does not exist; accepted: ids 0..{network['agents'] - 1}",
+                         source=source, key="adversary.agents")
+
+    scenario = Scenario(
+        name=doc["name"], description=doc["description"], source=doc["source"], scaled=doc["scaled"],
+        bandit=MappingProxyType(bandit), network=MappingProxyType(network),
+        protocol=MappingProxyType(protocol), adversary=MappingProxyType(adversary),
+        clock=MappingProxyType(P.validate(doc["clock"], CLOCK, where="clock", source=source)),
+        run=MappingProxyType(P.validate(doc["run"], RUN, where="run", source=source)),
+        path=path,
+    )
+    _check_protocol_fit(scenario, protocol_cls, source)
+    return scenario
+
+
+def _validate_network(raw: Mapping[str, Any], base: Path, source: str | None) -> dict[str, Any]:
+    topology = topologies.get(raw.get("topology", "complete"), key="network.topology", source=source)
+    fields = {**NETWORK, **topology.fields}
+    network = P.validate(raw, fields, where="network", source=source)
+    if "file" in network:
+        network["file"] = str((base / network["file"]).resolve())
+    network["cost"] = P.validate(network["cost"], COST, where="network.cost", source=source)
+    network["delay"] = parse_distribution(network["delay"], key="network.delay", models=DELAY_MODELS,
+                                          source=source).as_table()
+    if network["server_delay"] is not None:
+        network["server_delay"] = parse_distribution(network["server_delay"], key="network.server_delay",
+                                                     models=DELAY_MODELS, source=source).as_table()
+    links = []
+    for i, link in enumerate(network["links"]):
+        where = f"network.links[{i}]"
+        if not isinstance(link, Mapping):
+            raise InputError("expected a table { u, v, delay, loss }", source=source, key=where)
+        link = P.validate(link, LINK, where=where, source=source)
+        if link["delay"] is not None:
+            link["delay"] = parse_distribution(link["delay"], key=f"{where}.delay", models=DELAY_MODELS,
+                                               source=source).as_table()
+        links.append(link)
+    network["links"] = links
+    components = network["components"]
+    agents = network["agents"]
+    if isinstance(components, int):
+        if components > agents:
+            raise InputError(f"{components} components for {agents} agents; accepted: at most {agents}",
+                             source=source, key="network.components")
+    elif sum(components) != agents:
+        raise InputError(f"component sizes sum to {sum(components)} but agents = {agents}; "
+                         "accepted: sizes that sum to network.agents", source=source, key="network.components")
+    return network
+
+
+def component_sizes(network: Mapping[str, Any]) -> tuple[int, ...]:
+    components, agents = network["components"], network["agents"]
+    if isinstance(components, int):
+        base, extra = divmod(agents, components)
+        return tuple(base + (1 if i < extra else 0) for i in range(components))
+    return tuple(components)
+
+
+def _check_protocol_fit(scenario: Scenario, protocol_cls: Any, source: str | None) -> None:
+    kinds = protocol_cls.bandit_kinds
+    if kinds is not None and scenario.bandit["kind"] not in kinds:
+        raise InputError(f"protocol {protocol_cls.name!r} cannot use bandit kind {scenario.bandit['kind']!r}; "
+                         f"accepted: {', '.join(kinds)}", source=source, key="bandit.kind")
+    need = protocol_cls.servers
+    if need is not None and scenario.network["servers"] != need:
+        raise InputError(f"protocol {protocol_cls.name!r} needs {need} server node(s), got "
+                         f"{scenario.network['servers']}; accepted: servers = {need}", source=source,
+                         key="network.servers")
+    if scenario.run["checkpoints"] > 10**6:
+        raise InputError("too many checkpoints; accepted: at most 1000000", source=source, key="run.checkpoints")
+    try:
+        protocol_cls.check(scenario)
+        # A dry build of trial 0's network catches disconnected graphs and bad topology keys now.
+        build_network(scenario, simpy.Environment(), Streams(trial_sequence(scenario.run["seed"], 0)))
+    except InputError as exc:
+        raise exc.located(source) if source else exc from None
+
+
+# ---------------------------------------------------------------------- building
+def build_network(scenario: Scenario, env: simpy.Environment, streams: Streams) -> Network:
+    """The live :class:`~netsim.network.Network` of one trial."""
+    spec = scenario.network
+    topology = topologies.get(spec["topology"], key="network.topology")
+    options = {k: spec[k] for k in topology.fields}
+    sizes = component_sizes(spec)
+    protocol_cls = protocols.get(scenario.protocol["name"], key="protocol.name")
+    rng = streams.for_("topology")
+    from netsim.topology import build_components
+
+    graph, members = build_components(topology, sizes, options, rng)
+    if protocol_cls.requires_connected:
+        for q, member in enumerate(members):
+            if len(member) > 1 and not nx.is_connected(graph.subgraph(member)):
+                where = f"component {q} of " if len(members) > 1 else ""
+                raise InputError(f"{where}the {spec['topology']} graph is disconnected but protocol "
+                                 f"{protocol_cls.name!r} needs a connected graph; accepted: a connected topology",
+                                 key="network.topology")
+    agents = spec["agents"]
+    for s in range(spec["servers"]):
+        graph.add_node(agents + s)
+        graph.add_edges_from((agents + s, a) for a in range(agents))
+    delay = parse_distribution(spec["delay"], key="network.delay", models=DELAY_MODELS)
+    server_delay = delay if spec["server_delay"] is None else parse_distribution(
+        spec["server_delay"], key="network.server_delay", models=DELAY_MODELS)
+    overrides = {}
+    for i, link in enumerate(spec["links"]):
+        u, v = link["u"], link["v"]
+        if not graph.has_edge(u, v):
+            raise InputError(f"there is no link between {u} and {v}", key=f"network.links[{i}]")
+        law_delay = delay if link["delay"] is None else parse_distribution(link["delay"], key="delay",
+                                                                           models=DELAY_MODELS)
+        overrides[(u, v)] = (law_delay, spec["loss"] if link["loss"] is None else link["loss"])
+    cost = spec["cost"]
+    metrics = Metrics(graph.number_of_nodes(), agents, cost["agent_agent"], cost["server_agent"],
+                      slot=scenario.clock["period"])
+    return Network(env, graph, num_agents=agents, components=members, delay=delay, server_delay=server_delay,
+                   loss=spec["loss"], link_overrides=overrides, rng=streams.for_("network"), metrics=metrics,
+                   adversary=_adversary(scenario, streams), adversary_rng=streams.for_("adversary"))
+
+
+def _adversary(scenario: Scenario, streams: Streams) -> Adversary | None:
+    spec = scenario.adversary
+    agents = scenario.network["agents"]
+    if spec["agents"]:
+        byzantine = frozenset(spec["agents"])
+    elif spec["byzantine"] > 0:
+        count = int(math.floor(spec["byzantine"] * agents + 0.5))
+        byzantine = frozenset(int(a) for a in streams.for_("byzantine").choice(agents, count, replace=False))
+    else:
+        byzantine = frozenset()
+    if not byzantine and spec["link_corruption"] == 0:
+        return None
+    q = parse_distribution(spec["distribution"], key="adversary.distribution", models=REPORT_MODELS)
+    return Adversary(byzantine, spec["corruption"], q, spec["relay"], spec["link_corruption"])
+
+
+def resolved_toml(scenario: Scenario) -> str:
+    """The resolved scenario as TOML text."""
+    import tomli_w
+
+    return tomli_w.dumps(_toml_safe(scenario.as_dict()))
+
+
+def _toml_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _toml_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_toml_safe(v) for v in value]
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    return value

@@ -1,0 +1,228 @@
+"""One trial: a ``simpy.Environment`` with the network, the bandit, the counters and a protocol.
+
+The simulation runs until ``run.horizon`` (events at times < horizon are processed) or until
+the protocol calls :meth:`Simulation.stop`. Regret and communication cost are recorded at
+``run.checkpoints + 1`` evenly spaced instants 0, H/C, ..., H, each taken before any other
+event of that instant.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import simpy
+
+from netsim.errors import ProtocolError
+from netsim.metrics import Metrics
+from netsim.network import CHECKPOINT, TICK, Message, Network
+from netsim.protocol import Protocol
+from netsim.registry import bandits, protocols
+from netsim.scenario import Scenario, build_network
+from netsim.streams import Streams
+
+FINISH = CHECKPOINT - 1
+
+
+class Node:
+    """What a protocol sees of one node: its id, neighbours, random stream and the send API."""
+
+    __slots__ = ("sim", "id", "_rng")
+
+    def __init__(self, sim: "Simulation", node_id: int):
+        self.sim = sim
+        self.id = node_id
+        self._rng: np.random.Generator | None = None
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The node's own protocol stream ``("protocol", id)``."""
+        if self._rng is None:
+            self._rng = self.sim.streams.for_("protocol", self.id)
+        return self._rng
+
+    @property
+    def is_server(self) -> bool:
+        return self.sim.network.is_server(self.id)
+
+    @property
+    def neighbors(self) -> list[int]:
+        return self.sim.network.neighbors(self.id)
+
+    def send(self, dst: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
+        self.sim.network.send(self.id, dst, kind, payload, size=size)
+
+    def broadcast(self, kind: str, payload: Any = None, *, size: int = 1) -> None:
+        self.sim.network.broadcast(self.id, kind, payload, size=size)
+
+    def on(self, kind: str, handler: Callable[[Message], None]) -> None:
+        self.sim.network.subscribe(kind, handler, node=self.id)
+
+    def every(self, period: float, callback: Callable[[float], None], *, start: float = 0.0) -> simpy.Process:
+        return self.sim.every(period, callback, node=self.id, start=start)
+
+
+@dataclass
+class TrialResult:
+    """Everything one trial produced, as plain data (picklable for process executors)."""
+
+    row: dict[str, Any]
+    agents: dict[str, np.ndarray]
+    timeseries: dict[str, np.ndarray]
+    wall_s: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Simulation:
+    """Build and run one trial of ``scenario`` with the streams of ``seed_sequence``."""
+
+    def __init__(self, scenario: Scenario, seed_sequence: np.random.SeedSequence, *, trial: int = 0):
+        self.scenario = scenario
+        self.trial = trial
+        self.seed_sequence = seed_sequence
+        self.streams = Streams(seed_sequence)
+        self.env = simpy.Environment()
+        run = scenario.run
+        self.horizon: float = run["horizon"]
+        self.clock_period: float = scenario.clock["period"]
+        self.clock_jitter: float = scenario.clock["jitter"]
+        self.network: Network = build_network(scenario, self.env, self.streams)
+        self.metrics: Metrics = self.network.metrics
+        self.num_agents = self.network.num_agents
+        self.bandit = bandits.get(scenario.bandit["kind"], key="bandit.kind")(
+            scenario.bandit, self.num_agents, self.streams
+        )
+        self.nodes = [Node(self, i) for i in range(self.network.num_nodes)]
+        self.agents = self.nodes[: self.num_agents]
+        self.servers = self.nodes[self.num_agents:]
+        protocol_cls = protocols.get(scenario.protocol["name"], key="protocol.name")
+        params = {k: v for k, v in scenario.protocol.items() if k != "name"}
+        self.protocol: Protocol = protocol_cls(self, params)
+        self._finished = self.env.event()
+        self._stop_reason = ""
+        self._series: dict[str, list[float]] = {"time": [], "group_regret": [], "mean_agent_regret": [],
+                                               "comm_cost": []}
+
+    # ------------------------------------------------------------------ engine API
+    @property
+    def now(self) -> float:
+        return self.env.now
+
+    def every(self, period: float, callback: Callable[[float], None], *, node: int | None = None,
+              start: float = 0.0) -> simpy.Process:
+        """Call ``callback(now)`` at ``start, start + period, ...`` until the run ends.
+
+        With ``[clock] jitter = j`` and a ``node``, tick k of that node happens at
+        ``start + k * period + U[0, j * period)`` drawn from the node's ``("clock", node)``
+        stream (drift-free jitter; ticks stay ordered because j < 1).
+        """
+        if period <= 0:
+            raise ProtocolError(f"clock period must be > 0, got {period}")
+        env = self.env
+        jitter = self.clock_jitter * period if node is not None else 0.0
+        rng = self.streams.for_("clock", node) if jitter > 0 else None
+
+        def ticks():
+            nominal = start
+            offset = rng.uniform(0, jitter) if rng is not None else 0.0
+            if nominal + offset > env.now:
+                yield env.timeout(nominal + offset - env.now)
+            while True:
+                callback(env.now)
+                nominal += period
+                nxt = nominal + (rng.uniform(0, jitter) if rng is not None else 0.0)
+                yield env.timeout(nxt - env.now)
+
+        return env.process(ticks())
+
+    def call_at(self, when: float, callback: Callable[[], None], *, priority: int = TICK) -> None:
+        """Call ``callback()`` once at time ``when`` (no process; one event)."""
+        if when < self.env.now:
+            raise ProtocolError(f"call_at({when}) is in the past (now = {self.env.now})")
+        event = simpy.events.Event(self.env)
+        event._ok, event._value = True, None
+        event.callbacks.append(lambda _event: callback())
+        self.env.schedule(event, priority, when - self.env.now)
+
+    def stop(self, reason: str = "") -> None:
+        """End the trial now (e.g. when a best arm has been identified)."""
+        if not self._finished.triggered:
+            self._stop_reason = reason
+            self._finished.succeed()
+
+    # ------------------------------------------------------------------ running
+    def _checkpoint(self) -> None:
+        regret = self.bandit.regret
+        series = self._series
+        series["time"].append(float(self.env.now))
+        series["group_regret"].append(float(regret.sum()))
+        series["mean_agent_regret"].append(float(regret.mean()))
+        series["comm_cost"].append(float(self.metrics.comm_cost))
+
+    def _schedule_checkpoints(self) -> None:
+        count = self.scenario.run["checkpoints"]
+        times = [self.horizon * k / count for k in range(count)]
+        for when in times:
+            self.call_at(when, self._checkpoint, priority=CHECKPOINT)
+        finish = simpy.events.Event(self.env)
+        finish._ok, finish._value = True, None
+        finish.callbacks.append(lambda _event: self.stop("horizon"))
+        self.env.schedule(finish, FINISH, self.horizon)
+
+    def run(self) -> TrialResult:
+        """Run the trial to its end and collect the results."""
+        started = time.perf_counter()
+        self._schedule_checkpoints()
+        self.protocol.start()
+        self.env.run(until=self._finished)
+        self._checkpoint()
+        wall = time.perf_counter() - started
+        return self._result(wall)
+
+    def _result(self, wall: float) -> TrialResult:
+        m = self.metrics
+        regret = self.bandit.regret
+        row: dict[str, Any] = {
+            "scenario": self.scenario.name,
+            "protocol": self.scenario.protocol["name"],
+            "trial": self.trial,
+            "seed": self.scenario.run["seed"],
+            "agents": self.num_agents,
+            "horizon": self.horizon,
+            "end_time": float(self.env.now),
+            "group_regret": float(regret.sum()),
+            "mean_agent_regret": float(regret.mean()),
+            "links_agent_agent": m.links_agent_agent,
+            "links_server_agent": m.links_server_agent,
+            "comm_cost": float(m.comm_cost),
+            "messages_sent": m.total("sent"),
+            "messages_delivered": m.total("delivered"),
+            "messages_dropped": m.total("dropped"),
+            "messages_corrupted": m.total("corrupted"),
+            "messages_in_flight": self.network.in_flight,
+            "rounds": m.rounds,
+        }
+        for kind in sorted(m.messages):
+            row[f"sent_{kind}"] = m.messages[kind].sent
+        row.update(m.extras)
+        row.update(self.protocol.results())
+        n = self.num_agents
+        agents = {
+            "agent": np.arange(n),
+            "regret": regret.copy(),
+            "pulls": self.bandit.pulls.copy(),
+            "messages_sent": m.node_sent[:n].copy(),
+            "messages_received": m.node_received[:n].copy(),
+            "links": m.node_links[:n].copy(),
+        }
+        series = {k: np.array(v) for k, v in self._series.items()}
+        info = {"bandit": self.bandit.summary(), "stop_reason": self._stop_reason}
+        return TrialResult(row, agents, series, wall, info)
+
+
+def run_trial(scenario: Scenario, seed_sequence: np.random.SeedSequence, trial: int) -> TrialResult:
+    """Build and run one trial (the unit of work executors ship around)."""
+    return Simulation(scenario, seed_sequence, trial=trial).run()

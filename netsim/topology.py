@@ -1,0 +1,180 @@
+"""Communication graphs among agents: the named topologies a scenario can ask for.
+
+Each topology declares its own keys (read from the ``[network]`` section) and builds an
+undirected ``networkx.Graph`` on nodes ``0 .. n-1`` from a generator it is given.
+Random topologies draw their networkx ``seed`` from that generator, never from global state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from netsim import params as P
+from netsim.errors import InputError
+from netsim.registry import topologies
+
+Builder = Callable[[int, Mapping[str, Any], np.random.Generator], nx.Graph]
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A named graph family: its keys in ``[network]`` and how to build it."""
+
+    name: str
+    description: str
+    fields: Mapping[str, P.Field]
+    build: Builder
+    random: bool = False
+
+
+def _register(name: str, description: str, fields: Mapping[str, P.Field] | None = None, random: bool = False):
+    def decorate(build: Builder) -> Builder:
+        topologies.register(name)(Topology(name, description, fields or {}, build, random))
+        return build
+
+    return decorate
+
+
+def _seed(rng: np.random.Generator) -> int:
+    return int(rng.integers(2**32))
+
+
+@_register("complete", "every pair of agents linked")
+def _complete(n, p, rng):
+    return nx.complete_graph(n)
+
+
+@_register("star", "agent 0 linked to every other agent")
+def _star(n, p, rng):
+    return nx.star_graph(n - 1) if n > 1 else nx.empty_graph(n)
+
+
+@_register("ring", "cycle 0-1-...-(n-1)-0")
+def _ring(n, p, rng):
+    return nx.cycle_graph(n) if n > 2 else nx.path_graph(n)
+
+
+@_register("path", "line 0-1-...-(n-1)")
+def _path(n, p, rng):
+    return nx.path_graph(n)
+
+
+@_register(
+    "grid",
+    "rows x cols lattice (cols = agents / rows)",
+    {"rows": P.integer(0, low=0, doc="rows of the grid; 0 picks the most square factorisation")},
+)
+def _grid(n, p, rng):
+    rows = p["rows"] or max(r for r in range(1, math.isqrt(n) + 1) if n % r == 0)
+    if n % rows:
+        raise InputError(f"grid with {rows} rows cannot hold {n} agents; accepted: a divisor of {n}", key="network.rows")
+    graph = nx.grid_2d_graph(rows, n // rows)
+    return nx.convert_node_labels_to_integers(graph, ordering="sorted")
+
+
+@_register(
+    "erdos_renyi",
+    "G(n, p), resampled until connected",
+    {
+        "p": P.probability(0.1, doc="edge probability"),
+        "tries": P.integer(1000, low=1, doc="resampling attempts before giving up"),
+    },
+    random=True,
+)
+def _erdos_renyi(n, p, rng):
+    for _ in range(p["tries"]):
+        graph = nx.gnp_random_graph(n, p["p"], seed=_seed(rng))
+        if n <= 1 or nx.is_connected(graph):
+            return graph
+    raise InputError(
+        f"no connected G({n}, {p['p']:g}) in {p['tries']} tries; accepted: a larger p "
+        f"(connectivity threshold ~ ln(n)/n = {math.log(max(n, 2)) / max(n, 2):.3g}) or more tries",
+        key="network.p",
+    )
+
+
+@_register(
+    "random_regular",
+    "random d-regular graph",
+    {"degree": P.integer(3, low=1, doc="degree of every agent")},
+    random=True,
+)
+def _random_regular(n, p, rng):
+    d = p["degree"]
+    if d >= n or (n * d) % 2:
+        raise InputError(f"no {d}-regular graph on {n} agents; accepted: degree < agents with agents*degree even",
+                         key="network.degree")
+    return nx.random_regular_graph(d, n, seed=_seed(rng))
+
+
+@_register(
+    "barabasi_albert",
+    "preferential attachment with m edges per new agent",
+    {"m": P.integer(2, low=1, doc="edges attached from each new agent")},
+    random=True,
+)
+def _barabasi_albert(n, p, rng):
+    if p["m"] >= n:
+        raise InputError(f"m = {p['m']} needs more than {p['m']} agents; accepted: m < agents", key="network.m")
+    return nx.barabasi_albert_graph(n, p["m"], seed=_seed(rng))
+
+
+@_register(
+    "watts_strogatz",
+    "small world: ring lattice with k neighbours, rewired with probability p",
+    {"k": P.integer(4, low=2, doc="nearest neighbours in the ring"), "p": P.probability(0.1, doc="rewiring probability")},
+    random=True,
+)
+def _watts_strogatz(n, p, rng):
+    if p["k"] >= n:
+        raise InputError(f"k = {p['k']} needs more than {p['k']} agents; accepted: k < agents", key="network.k")
+    return nx.watts_strogatz_graph(n, p["k"], p["p"], seed=_seed(rng))
+
+
+@_register(
+    "edgelist",
+    "edges read from a file: one 'u v' pair of agent ids per line",
+    {"file": P.text(doc="path of the edge-list file, relative to the scenario file")},
+)
+def _edgelist(n, p, rng):
+    path = Path(p["file"])
+    if not path.is_file():
+        raise InputError(f"edge-list file {str(path)!r} not found; accepted: an existing file", key="network.file")
+    graph = nx.empty_graph(n)
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) < 2 or not all(x.isdigit() for x in parts[:2]) or max(int(parts[0]), int(parts[1])) >= n:
+            raise InputError(
+                f"line {lineno} of {path.name} is {line!r}; accepted: two agent ids in 0..{n - 1}", key="network.file"
+            )
+        graph.add_edge(int(parts[0]), int(parts[1]))
+    return graph
+
+
+def build_components(
+    topology: Topology, sizes: tuple[int, ...], options: Mapping[str, Any], rng: np.random.Generator
+) -> tuple[nx.Graph, list[list[int]]]:
+    """The agent graph: one ``topology`` graph per component, agents numbered consecutively.
+
+    Returns the graph and the agent ids of each component.
+    """
+    graph = nx.Graph()
+    members: list[list[int]] = []
+    start = 0
+    for size in sizes:
+        part = topology.build(size, options, rng)
+        graph.add_nodes_from(range(start, start + size))
+        graph.add_edges_from((u + start, v + start) for u, v in part.edges())
+        members.append(list(range(start, start + size)))
+        start += size
+    return graph, members

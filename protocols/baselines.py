@@ -1,0 +1,83 @@
+"""Reference protocols: isolated UCB1 per agent and centralized UCB over pooled rewards.
+
+UCB1 (Auer, Cesa-Bianchi & Fischer 2002): pull every arm once, then the arm maximising
+mu_hat_k + sqrt(2 ln t / n_k), where t counts the pulls whose rewards the learner has seen.
+
+* ``ucb1``: every agent runs its own UCB1 and never communicates (the upper reference).
+* ``central-ucb``: every reward is pooled instantly into one UCB1 learner; within a tick the
+  agents choose one after another, each seeing the rewards of those before it, so M agents
+  over T ticks behave as one UCB1 learner over M T pulls (the lower-bound reference).
+  Nothing is sent, so no links are built.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from netsim.protocol import Protocol
+from netsim.registry import register_protocol
+
+
+def ucb1_index(sums: np.ndarray, counts: np.ndarray, t: np.ndarray | float) -> np.ndarray:
+    """UCB1 indices mu_hat + sqrt(2 ln t / n); unpulled arms get +inf (so they go first, in order)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        index = sums / counts + np.sqrt(2.0 * np.log(np.maximum(t, 1.0)) / counts)
+    return np.where(counts > 0, index, np.inf)
+
+
+class _Ticking(Protocol):
+    """Shared wiring: one vectorised clock in paper mode, one clock per agent with jitter."""
+
+    def start(self) -> None:
+        sim = self.sim
+        if sim.clock_jitter > 0:
+            for agent in range(sim.num_agents):
+                sim.every(sim.clock_period, lambda now, a=np.array([agent]): self.step(a), node=agent)
+        else:
+            everyone = np.arange(sim.num_agents)
+            sim.every(sim.clock_period, lambda now: self.step(everyone))
+
+    def step(self, agents: np.ndarray) -> None:
+        raise NotImplementedError
+
+
+@register_protocol
+class IsolatedUCB1(_Ticking):
+    """Each agent runs UCB1 alone."""
+
+    name = "ucb1"
+    description = "isolated UCB1 on every agent, no communication (baseline)"
+
+    def start(self) -> None:
+        m, k = self.sim.num_agents, self.sim.bandit.num_arms
+        self.counts = np.zeros((m, k))
+        self.sums = np.zeros((m, k))
+        super().start()
+
+    def step(self, agents: np.ndarray) -> None:
+        counts, sums = self.counts[agents], self.sums[agents]
+        arms = np.argmax(ucb1_index(sums, counts, counts.sum(axis=1, keepdims=True)), axis=1)
+        rewards = self.sim.bandit.pull_many(agents, arms)
+        self.counts[agents, arms] += 1
+        self.sums[agents, arms] += rewards
+
+
+@register_protocol
+class CentralizedUCB(_Ticking):
+    """One UCB1 learner fed by every agent's reward as soon as it is observed."""
+
+    name = "central-ucb"
+    description = "centralized UCB1 on instantly pooled rewards (lower-bound reference)"
+
+    def start(self) -> None:
+        k = self.sim.bandit.num_arms
+        self.counts = np.zeros(k)
+        self.sums = np.zeros(k)
+        super().start()
+
+    def step(self, agents: np.ndarray) -> None:
+        bandit = self.sim.bandit
+        for agent in agents:
+            arm = int(np.argmax(ucb1_index(self.sums, self.counts, self.counts.sum())))
+            self.sums[arm] += bandit.pull(int(agent), arm)
+            self.counts[arm] += 1
