@@ -79,6 +79,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from netsim import scenario as S
 
     scenario = runner.with_run_options(S.load(args.scenario, args.overrides), trials=args.trials, seed=args.seed)
+    if args.jobs < 1:
+        raise InputError(f"--jobs {args.jobs}: accepted: an integer >= 1")
     executor = args.executor or ("process" if args.jobs > 1 else "serial")
     out = args.out or Path("results") / scenario.name
     if out.exists() and not out.is_dir():

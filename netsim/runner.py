@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from types import MappingProxyType
+from netsim.params import Frozen
 
 from netsim.errors import InputError
 from netsim.scenario import Scenario
@@ -48,7 +48,7 @@ def with_run_options(scenario: Scenario, *, trials: int | None = None, seed: int
         if seed < 0:
             raise InputError(f"--seed {seed}: accepted: an integer >= 0")
         run["seed"] = seed
-    return replace(scenario, run=MappingProxyType(run))
+    return replace(scenario, run=Frozen(run))
 
 
 def execute(
