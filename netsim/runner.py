@@ -12,9 +12,9 @@ import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from netsim.params import Frozen
 
 from netsim.errors import InputError
+from netsim.params import Frozen
 from netsim.scenario import Scenario
 from netsim.sim import TrialResult, run_trial
 from netsim.streams import trial_sequence
