@@ -244,8 +244,7 @@ class Network:
             delay = law.args["value"]
             due = now + delay
             if corrupt:
-                messages = [Message(kind, src, d, self._maybe_corrupt(src, kind, payload, counts), now, due, size)
-                            for d in dsts]
+                messages = [self._corrupted(Message(kind, src, d, payload, now, due, size), counts) for d in dsts]
             else:
                 messages = [Message(kind, src, d, payload, now, due, size) for d in dsts]
             self._enqueue_batch(due, delay, messages)
@@ -255,12 +254,12 @@ class Network:
         else:
             delays = [float(lw.sample(self.rng)) for lw, _ in laws]
         if corrupt or self.tracer:
-            for d, delay in zip(dsts, delays, strict=False):
-                body = self._maybe_corrupt(src, kind, payload, counts) if corrupt else payload
-                self._enqueue_batch(now + delay, delay, [Message(kind, src, d, body, now, now + delay, size)])
+            for d, delay in zip(dsts, delays, strict=True):
+                message = Message(kind, src, d, payload, now, now + delay, size)
+                self._enqueue_batch(now + delay, delay, [self._corrupted(message, counts) if corrupt else message])
             return
         pending, env, deliver = self._pending, self.env, self._deliver
-        for d, delay in zip(dsts, delays, strict=False):
+        for d, delay in zip(dsts, delays, strict=True):
             due = now + delay
             message = Message(kind, src, d, payload, now, due, size)
             batch = pending.get(due)
@@ -270,10 +269,12 @@ class Network:
             else:
                 batch.append(message)
 
-    def _maybe_corrupt(self, src: int, kind: str, payload: Any, counts: Any) -> Any:
+    def _corrupted(self, message: Message, counts: Any) -> Message:
+        """``message`` as the adversary lets it through (byzantine sender, corrupting link)."""
         adv = self.adversary
+        src, payload = message.src, message.payload
         corrupted = 0
-        corrupt = self._corruptors[kind]
+        corrupt = self._corruptors[message.kind]
         if src in adv.byzantine and adv.probability > 0.0:
             payload, n = corrupt(payload, sender=src, rng=self._adversary_rng, probability=adv.probability,
                                  q=adv.q, relay=adv.relay)
@@ -282,9 +283,13 @@ class Network:
             payload, n = corrupt(payload, sender=src, rng=self._adversary_rng, probability=adv.link_probability,
                                  q=adv.q, relay=True)
             corrupted += n
-        if corrupted:
-            counts.corrupted += 1
-        return payload
+        if not corrupted:
+            return message
+        counts.corrupted += 1
+        message = message._replace(payload=payload)
+        if self.tracer:
+            self.tracer("corrupt", message)
+        return message
 
     def _enqueue_batch(self, due: float, delay: float, messages: list[Message]) -> None:
         if self.tracer:
