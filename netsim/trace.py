@@ -141,7 +141,10 @@ def draw(events: list[dict[str, Any]], sim: Simulation, title: str = "", max_arr
     seq.set_xticks(range(len(nodes)), [("S" if sim.network.is_server(n) else "") + str(n) for n in nodes])
     seq.set_xlabel("node (lifelines)")
     seq.set_ylabel("time")
-    seq.invert_yaxis()
+    times = [e["sent_at"] for e in events] + [e["due_at"] for e in events] or [0.0, 1.0]
+    pad = 0.05 * max(max(times) - min(times), 1.0)
+    seq.set_xlim(-0.5, len(nodes) - 0.5)
+    seq.set_ylim(max(times) + pad, min(times) - pad)  # time runs downward
     seq.legend(fontsize=8, loc="lower right")
     seq.set_title(f"{title}: messages" if title else "messages", fontsize=10)
 
