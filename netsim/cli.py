@@ -150,19 +150,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise InputError(f"--out {str(out)!r} exists and is not a folder")
     started = _stamp()
     total = len(plan.points) * plan.trials
-    stored = 0
-
-    def count(_unit) -> None:
-        nonlocal stored
-        stored += 1
-
     try:
         with _executor(args) as executor:
             print(f"netsim: sweep of {plan.points[0].scenario.name}: {len(plan.points)} point(s) x {plan.trials} "
                   f"trial(s) = {total} unit(s), executor {executor.name}, store {out / 'units'}", file=sys.stderr)
-            outcome = W.run(plan, out, executor=executor, progress=False if args.quiet else None, on_stored=count)
+            outcome = W.run(plan, out, executor=executor, progress=False if args.quiet else None)
     except KeyboardInterrupt:
-        print(f"netsim: interrupted; the {stored} unit(s) finished in this run are stored in {out / 'units'}; "
+        store = W.UnitStore(out / "units")
+        stored = sum(store.path(unit.id).is_file() for unit in plan.units())
+        print(f"netsim: interrupted; {stored} of {total} unit(s) are stored in {out / 'units'}; "
               "rerun the same command to run only the missing ones", file=sys.stderr)
         return 130
     print(f"netsim: {outcome.reused} unit(s) found in the store, {outcome.ran} run now", file=sys.stderr)

@@ -142,12 +142,29 @@ def toml_value(value: Any) -> str:
             return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value)
+        return _toml_string(value)
     if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{_toml_key(str(k))} = {toml_value(v)}" for k, v in value.items()) + " }"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     raise TypeError(f"cannot write {value!r} as TOML")
+
+
+def _toml_key(key: str) -> str:
+    return key if key and all(ch.isascii() and (ch.isalnum() or ch in "_-") for ch in key) else _toml_string(key)
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: quotes, backslashes and control characters escaped, the rest literal."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 # ---------------------------------------------------------------------- identities
