@@ -155,6 +155,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"netsim: sweep of {plan.points[0].scenario.name}: {len(plan.points)} point(s) x {plan.trials} "
                   f"trial(s) = {total} unit(s), executor {executor.name}, store {out / 'units'}", file=sys.stderr)
             outcome = W.run(plan, out, executor=executor, progress=False if args.quiet else None)
+            executor_name = executor.name
     except KeyboardInterrupt:
         store = W.UnitStore(out / "units")
         stored = sum(store.path(unit.id).is_file() for unit in plan.units())
@@ -165,7 +166,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     frames = W.tables(plan, outcome.results)
     written = [p.name for p in W.write_tables(out, frames)]
     written.append(W.write_meta(out, plan, outcome, argv=["netsim", *sys.argv[1:]], started=started,
-                                finished=_stamp(), executor=args.executor or "auto").name)
+                                finished=_stamp(), executor=executor_name).name)
     if not args.no_plots:
         written += [p.name for p in W.plot(out, plan, frames["sweep_timeseries"])]
     table = W.summary(plan, frames["sweep"])

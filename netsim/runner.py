@@ -17,15 +17,19 @@ Executors share one small interface (:class:`Executor`): ``results(fn, items)`` 
 
 from __future__ import annotations
 
+import contextlib
 import copyreg
+import logging
 import os
+import signal
 import sys
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Self
 
 from netsim.errors import InputError
 from netsim.scenario import Scenario
@@ -103,7 +107,7 @@ class Executor(ABC):
     def close(self) -> None:
         """Release workers and connections (idempotent)."""
 
-    def __enter__(self) -> "Executor":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -132,15 +136,39 @@ class ProcessExecutor(Executor):
         if self.jobs == 1 or len(items) <= 1:
             yield from SerialExecutor().results(fn, items)
             return
-        with ProcessPoolExecutor(max_workers=min(self.jobs, len(items))) as pool:
+        pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(items)), initializer=_ignore_sigint)
+        try:
             futures = {pool.submit(fn, item): index for index, item in enumerate(items)}
-            try:
-                for future in as_completed(futures):
-                    yield futures[future], future.result()
-            except BaseException:
-                for future in futures:
-                    future.cancel()
-                raise
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        except BaseException:
+            # Ctrl-C, an error, or the consumer stopped early: drop the queue, stop the workers now.
+            processes = list(getattr(pool, "_processes", {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                if process.is_alive():
+                    process.terminate()
+            for process in processes:
+                process.join(timeout=5)
+            raise
+        pool.shutdown(wait=True)
+
+
+def _ignore_sigint() -> None:
+    """Pool workers leave Ctrl-C (SIGINT to the whole process group) to the parent, which stops them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _dask():
@@ -169,8 +197,11 @@ class DaskExecutor(Executor):
         self.scheduler = scheduler
         self.cluster = None
         if scheduler is None:
-            self.cluster = distributed.LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
-                                                    dashboard_address=None)
+            # Worker processes inherit an ignored SIGINT, so Ctrl-C reaches only this process,
+            # which then closes the cluster (instead of every worker printing a traceback).
+            with _sigint_ignored():
+                self.cluster = distributed.LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
+                                                        dashboard_address=":0", silence_logs=logging.ERROR)
             self.client = distributed.Client(self.cluster)
             return
         try:
@@ -188,7 +219,15 @@ class DaskExecutor(Executor):
         index_of = {future.key: index for index, future in enumerate(futures)}
         try:
             for future in distributed.as_completed(futures):
-                result = future.result()
+                if future.status == "error":
+                    future.result()  # the unit's own exception, as it was raised on the worker
+                try:
+                    result = future.result()
+                except (CancelledError, OSError, TimeoutError) as exc:
+                    where = f"--scheduler {self.scheduler}" if self.scheduler else "--executor dask"
+                    raise InputError(f"{where}: lost the dask cluster ({type(exc).__name__}: "
+                                     f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}); accepted: a "
+                                     "cluster that stays up (finished units are kept: rerun to continue)") from None
                 yield index_of[future.key], result
                 future.release()
         finally:

@@ -78,6 +78,14 @@ def test_executor_choice_and_errors():
         runner.make_executor("process", scheduler="tcp://127.0.0.1:8786")
 
 
+def test_dask_missing_is_a_clear_input_error(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed → ImportError
+    assert cli("run", "quickstart", *SMALL, "--executor", "dask", "--no-plots") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("netsim: error: --executor dask needs dask.distributed") and err.count("\n") == 1
+    assert "pip install 'netsim[dask]'" in err
+
+
 def test_units_survive_pickling():
     """Scenarios hold read-only mapping proxies; units must still travel to workers unchanged."""
     unit = runner.Unit(S.load("quickstart", ["run.horizon=50"]), 3, (11, 12))

@@ -202,10 +202,8 @@ def test_store_round_trip_and_damaged_files(tmp_path):
 
 
 def test_a_second_sweep_cannot_write_the_same_folder(tmp_path):
-    with W.locked(tmp_path):
-        with pytest.raises(InputError, match="another sweep is writing"):
-            with W.locked(tmp_path):
-                pass
+    with W.locked(tmp_path), pytest.raises(InputError, match="another sweep is writing"), W.locked(tmp_path):
+        pass
     with W.locked(tmp_path):  # released
         pass
 
@@ -296,7 +294,7 @@ def test_sigkill_mid_sweep_then_rerun_gives_every_unit_once(tmp_path):
     """SIGKILL a real sweep process once some units are stored; the rerun completes only the rest."""
     out, reference = tmp_path / "killed", tmp_path / "reference"
     argv = [sys.executable, "-m", "netsim", "sweep", "quickstart", "--grid", "network.topology=ring,complete",
-            "--trials", "12", "--set", "run.horizon=1500", "--set", "run.checkpoints=3", "--out", str(out),
+            "--trials", "8", "--set", "run.horizon=1200", "--set", "run.checkpoints=3", "--out", str(out),
             "--no-plots", "--quiet"]
     env = {**os.environ, "NETSIM_NO_PROGRESS": "1"}
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -313,24 +311,24 @@ def test_sigkill_mid_sweep_then_rerun_gives_every_unit_once(tmp_path):
         proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
     kept = store.ids()
-    assert 3 <= len(kept) < 24
+    assert 3 <= len(kept) < 16
     assert all(store.get(uid) is not None for uid in kept)  # whole units only
     assert not (out / "sweep.csv").exists()
 
-    rerun = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    rerun = subprocess.run(argv, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert rerun.returncode == 0, rerun.stderr
     found = re.search(r"(\d+) unit\(s\) found in the store, (\d+) run now", rerun.stderr)
-    assert found and int(found[1]) == len(kept) and int(found[1]) + int(found[2]) == 24
+    assert found and int(found[1]) == len(kept) and int(found[1]) + int(found[2]) == 16
     assert store.clean() == 0  # no temporary file left behind by either run
 
     frame = pd.read_csv(out / "sweep.csv")
     pairs = list(zip(frame["network.topology"], frame["trial"]))
-    assert sorted(pairs) == sorted((t, i) for t in ("ring", "complete") for i in range(12))  # each unit once
+    assert sorted(pairs) == sorted((t, i) for t in ("ring", "complete") for i in range(8))  # each unit once
     assert not frame.isna().any().any()  # no partial row
-    assert len(store.ids()) == 24
+    assert len(store.ids()) == 16
     # and the tables are those of an uninterrupted sweep
     plan = W.plan("quickstart", ["network.topology=ring,complete"],
-                  overrides=["run.horizon=1500", "run.checkpoints=3"], trials=12)
+                  overrides=["run.horizon=1200", "run.checkpoints=3"], trials=8)
     outcome = W.run(plan, reference, executor=runner.ProcessExecutor(2), progress=False)
     W.write_tables(reference, W.tables(plan, outcome.results))
     for table in ("sweep.csv", "sweep_agents.csv", "sweep_timeseries.csv"):
