@@ -1,0 +1,228 @@
+"""Executors behind one interface: serial, process and dask give byte-identical tables.
+
+The dask tests use a LocalCluster and a real cluster (``dask scheduler`` plus two ``dask worker``
+processes on 127.0.0.1, started as subprocesses and always torn down); they are skipped when
+dask.distributed is not installed (``pip install 'netsim[dask]'``).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from netsim import runner
+from netsim import scenario as S
+from netsim.cli import main
+from netsim.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--set", "run.horizon=150", "--set", "run.checkpoints=4"]
+GRID = ["--grid", "network.agents=3,5", "--grid", "network.topology=ring,complete"]
+TABLES = ("sweep.csv", "sweep_agents.csv", "sweep_timeseries.csv")
+RUN_TABLES = ("trials.csv", "agents.csv", "timeseries.csv")
+
+
+@pytest.fixture(autouse=True)
+def _no_progress(monkeypatch):
+    monkeypatch.setenv("NETSIM_NO_PROGRESS", "1")
+
+
+def sorted_bytes(path: Path) -> bytes:
+    """A CSV with its header first and its rows sorted (the acceptance criterion's comparison)."""
+    header, *rows = path.read_bytes().split(b"\n")
+    return b"\n".join([header, *sorted(rows)])
+
+
+def cli(*argv: str) -> int:
+    return main([str(a) for a in argv])
+
+
+def sweep(out: Path, *extra: str, trials: int = 2) -> int:
+    return cli("sweep", "quickstart", *GRID, "--trials", trials, *SMALL, "--out", out, "--no-plots", "--quiet", *extra)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# ---------------------------------------------------------------------- interface
+@pytest.mark.parametrize("name", ["serial", "process"])
+def test_every_item_comes_back_once_with_its_index(name):
+    items = list(range(-7, 8))
+    with runner.make_executor(name, jobs=2) as pool:
+        got = list(pool.results(operator.neg, items))
+    assert sorted(index for index, _ in got) == list(range(len(items)))
+    assert all(value == -items[index] for index, value in got)
+
+
+def test_executor_choice_and_errors():
+    assert runner.make_executor(None).name == "serial"
+    assert runner.make_executor(None, jobs=3).name == "process"
+    with pytest.raises(InputError, match="accepted: serial, process, dask"):
+        runner.make_executor("threads")
+    with pytest.raises(InputError, match="--jobs 0"):
+        runner.make_executor("process", jobs=0)
+    with pytest.raises(InputError, match="--scheduler needs --executor dask"):
+        runner.make_executor("process", scheduler="tcp://127.0.0.1:8786")
+
+
+def test_dask_missing_is_a_clear_input_error(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed → ImportError
+    assert cli("run", "quickstart", *SMALL, "--executor", "dask", "--no-plots") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("netsim: error: --executor dask needs dask.distributed") and err.count("\n") == 1
+    assert "pip install 'netsim[dask]'" in err
+
+
+def test_units_survive_pickling():
+    """Scenarios hold read-only mapping proxies; units must still travel to workers unchanged."""
+    unit = runner.Unit(S.load("quickstart", ["run.horizon=50"]), 3, (11, 12))
+    back = pickle.loads(pickle.dumps(unit))
+    assert back == unit
+    assert back.scenario.as_dict() == unit.scenario.as_dict()
+    with pytest.raises(TypeError):
+        back.scenario.run["seed"] = 5  # still read-only
+    assert back.run().row == unit.run().row
+
+
+def test_run_same_tables_serial_and_process(tmp_path):
+    for name, extra in (("serial", []), ("process", ["--jobs", "2"])):
+        assert cli("run", "quickstart", "--trials", 3, *SMALL, "--executor", name, *extra,
+                   "--out", tmp_path / name, "--no-plots", "--quiet") == 0
+    for table in RUN_TABLES:
+        assert (tmp_path / "serial" / table).read_bytes() == (tmp_path / "process" / table).read_bytes()
+
+
+def test_sweep_same_tables_serial_and_process(tmp_path):
+    assert sweep(tmp_path / "serial", "--executor", "serial") == 0
+    assert sweep(tmp_path / "process", "--executor", "process", "--jobs", "2") == 0
+    for table in TABLES:
+        assert sorted_bytes(tmp_path / "serial" / table) == sorted_bytes(tmp_path / "process" / table)
+        # Units are stored as they finish but the tables are rebuilt in grid order: equal unsorted too.
+        assert (tmp_path / "serial" / table).read_bytes() == (tmp_path / "process" / table).read_bytes()
+
+
+# ---------------------------------------------------------------------- dask
+def test_unreachable_scheduler_is_one_line_exit_2_and_keeps_units(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    out = tmp_path / "s"
+    assert sweep(out, trials=1) == 0
+    before = {p.name: p.read_bytes() for p in (out / "units").iterdir()}
+    capsys.readouterr()
+    code = sweep(out, "--scheduler", f"tcp://127.0.0.1:{free_port()}", "--scheduler-timeout", "1", trials=2)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("netsim: error: --scheduler tcp://127.0.0.1:") and "cannot reach" in err
+    assert err.count("\n") == 1
+    assert {p.name: p.read_bytes() for p in (out / "units").iterdir()} == before
+
+
+def test_run_and_sweep_on_a_local_dask_cluster(tmp_path):
+    pytest.importorskip("distributed")
+    assert cli("run", "quickstart", "--trials", 3, *SMALL, "--out", tmp_path / "run-serial", "--no-plots",
+               "--quiet") == 0
+    assert cli("run", "quickstart", "--trials", 3, *SMALL, "--executor", "dask", "--jobs", "2",
+               "--out", tmp_path / "run-dask", "--no-plots", "--quiet") == 0
+    for table in RUN_TABLES:
+        assert (tmp_path / "run-serial" / table).read_bytes() == (tmp_path / "run-dask" / table).read_bytes()
+    assert sweep(tmp_path / "serial") == 0
+    # The same executor object serves the whole sweep; a LocalCluster of two workers.
+    with runner.make_executor("dask", jobs=2) as pool:
+        from netsim import sweep as W
+
+        plan = W.plan("quickstart", GRID[1::2], overrides=SMALL[1::2], trials=2)
+        outcome = W.run(plan, tmp_path / "dask", executor=pool, progress=False)
+        W.write_tables(tmp_path / "dask", W.tables(plan, outcome.results))
+    for table in TABLES:
+        assert sorted_bytes(tmp_path / "serial" / table) == sorted_bytes(tmp_path / "dask" / table)
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory):
+    """A real cluster: ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1.
+
+    The scheduler picks a free port itself (``--port 0``) and writes its address to a scheduler
+    file. Workers start from the checkout's root with it on PYTHONPATH, so they import this
+    netsim and its protocols (an installed netsim works the same way). Every process runs in
+    its own session and is terminated (then killed) in the finalizer, whatever happened.
+    """
+    distributed = pytest.importorskip("distributed")
+    folder = tmp_path_factory.mktemp("dask-cluster")
+    scheduler_file = folder / "scheduler.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env.pop("NETSIM_NO_PROGRESS", None)
+    procs: list[tuple[subprocess.Popen, Path]] = []
+
+    def start(name: str, *args: str) -> subprocess.Popen:
+        log = folder / f"{name}.log"
+        with open(log, "wb") as handle:
+            proc = subprocess.Popen([sys.executable, "-m", "dask", *args], cwd=ROOT, env=env, stdout=handle,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        procs.append((proc, log))
+        return proc
+
+    def logs() -> str:
+        return "\n".join(f"--- {log.name}\n{log.read_text()[-2000:]}" for _, log in procs if log.exists())
+
+    try:
+        scheduler = start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                          "--scheduler-file", str(scheduler_file))
+        deadline = time.monotonic() + 60
+        address = None
+        while address is None:
+            if scheduler.poll() is not None:
+                pytest.fail(f"dask scheduler exited with {scheduler.returncode}\n{logs()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"dask scheduler did not start within 60 s\n{logs()}")
+            try:
+                address = json.loads(scheduler_file.read_text())["address"]
+            except (FileNotFoundError, json.JSONDecodeError, KeyError):
+                time.sleep(0.2)
+        for i in range(2):
+            start(f"worker{i}", "worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--no-nanny",
+                  "--no-dashboard", "--local-directory", str(folder / f"w{i}"))
+        with distributed.Client(address, timeout=30) as client:
+            try:
+                client.wait_for_workers(2, timeout=90)
+            except TimeoutError:
+                pytest.fail(f"dask workers did not connect within 90 s\n{logs()}")
+        yield address
+    finally:
+        # Workers first (a worker whose scheduler is gone keeps trying to reconnect), then the scheduler.
+        for proc, _ in reversed(procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=15)
+
+
+def test_sweep_through_a_real_dask_cluster_matches_serial(tmp_path, dask_cluster, capsys):
+    assert dask_cluster.startswith("tcp://127.0.0.1:")
+    assert sweep(tmp_path / "serial") == 0
+    capsys.readouterr()
+    assert sweep(tmp_path / "dask", "--scheduler", dask_cluster) == 0
+    assert "executor dask" in capsys.readouterr().err
+    for table in TABLES:
+        assert sorted_bytes(tmp_path / "serial" / table) == sorted_bytes(tmp_path / "dask" / table)
+    # ``netsim run`` through the same cluster.
+    assert cli("run", "quickstart", "--trials", 3, *SMALL, "--out", tmp_path / "run-serial", "--no-plots",
+               "--quiet") == 0
+    assert cli("run", "quickstart", "--trials", 3, *SMALL, "--scheduler", dask_cluster,
+               "--out", tmp_path / "run-dask", "--no-plots", "--quiet") == 0
+    for table in RUN_TABLES:
+        assert (tmp_path / "run-serial" / table).read_bytes() == (tmp_path / "run-dask" / table).read_bytes()
