@@ -58,7 +58,10 @@ from netsim.registry import register_protocol
 from protocols.li2022_comm import Flood, Uploads, sink_agents
 from protocols.li2022_rounds import EpochPlan, EpochSchedule, PrivateMeans, eliminate
 
-GUARD = 1e-6  # ticks happen this fraction of a slot after the boundary (messages due at it come first)
+# The k-th slot boundary of a communication round is taken at k * slot * (1 + TIE) after its start:
+# an exchange lasting exactly one slot (three stages of slot/3, summed in floating point) then
+# always completes inside its slot, whatever the rounding.
+TIE = 1e-9
 
 COMMON_FIELDS = {
     "epsilon": P.real(1.0, low=0.0, low_open=True, allow_inf=True,
@@ -106,6 +109,7 @@ class _Elimination(Protocol):
         self.reliable = net["loss"] > 0 or any((link["loss"] or 0) > 0 for link in net["links"])
         self.timeout = self.params["timeout"] * self.slot
         self.t_delays: list[int] = []
+        self.history: list[tuple[int, np.ndarray, np.ndarray]] = []  # (r, I^(r), aggregate) per round
         self.final_arm = -1
         self.last_aggregate = np.zeros(k)
         self.setup()
@@ -193,7 +197,7 @@ class _Elimination(Protocol):
         self.exploit_slot()
         self.comm_tick(self.sim.now)
         self._ticks += 1
-        self.sim.call_at(self.round_start + (self._ticks + GUARD) * self.slot, self._tick)
+        self.sim.call_at(self.round_start + self._ticks * self.slot * (1.0 + TIE), self._tick)
 
     def finish_round(self, aggregate: np.ndarray) -> None:
         """Lines 12-15: eliminate with the aggregated private means (K,), or one row per agent (M, K)."""
@@ -207,6 +211,7 @@ class _Elimination(Protocol):
         else:
             self.new_active = eliminate(self.active, aggregate, radius)
         self.last_aggregate = aggregate
+        self.history.append((self.r, self.new_active.copy(), aggregate.copy()))
         self.round_done = True
 
     # ------------------------------------------------------------------ hooks
