@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from netsim import scenario as S  # noqa: E402
-from netsim.sim import run_trial  # noqa: E402
-from netsim.streams import trial_sequence  # noqa: E402
+from netsim import scenario as S
+from netsim.sim import run_trial
+from netsim.streams import trial_sequence
 
 DEFAULT = ["li2022-fig10-ring", "li2022-fig10-ring-lossy", "li2022-fig10-complete", "li2022-fig11-case3",
            "li2022-fig12-ddp", "li2022-fig4-eps1"]

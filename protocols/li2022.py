@@ -47,6 +47,8 @@ Decisions (see docs/protocols/li2022.md; each pinned by a test):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import ClassVar
 
 import numpy as np
 
@@ -244,7 +246,7 @@ class CDPMAB(_Elimination):
     description = "centralized private elimination with a server (li2022 Alg. 1, p and R of Sec. IV-B)"
     servers = 1
     requires_connected = False
-    fields = {
+    fields: ClassVar[Mapping[str, P.Field]] = {
         **COMMON_FIELDS,
         "participation": P.real(1.0, low=0.0, high=1.0, low_open=True,
                                 doc="participation rate p: N = ceil(pM) random agents upload per round (Sec. IV-B)"),
@@ -283,7 +285,7 @@ class DDPMAB(_Elimination):
     name = "ddp-mab"
     description = "decentralized private elimination with GIS ADV/REQ/DATA flooding (li2022 Alg. 2-3)"
     servers = 0
-    fields = dict(COMMON_FIELDS)
+    fields: ClassVar[Mapping[str, P.Field]] = dict(COMMON_FIELDS)
 
     @classmethod
     def check(cls, scenario) -> None:
@@ -314,7 +316,7 @@ class HDPMAB(_Elimination):
     name = "hdp-mab"
     description = "hybrid private elimination: sink agents collect, the server aggregates (li2022 Alg. 4-5)"
     servers = 1
-    fields = {
+    fields: ClassVar[Mapping[str, P.Field]] = {
         **COMMON_FIELDS,
         "sac_routing": P.choice(("flood", "tree"), "flood",
                                 doc="SAC inside a component: handshake flood until the sink holds all, or a "

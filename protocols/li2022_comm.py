@@ -125,15 +125,15 @@ class Flood:
         before = self._count[node]
         self._count[node] += len(got)
         q = self._group_of[node]
-        if before < self._size[q] <= self._count[node]:
-            if self._sinks is None or self._sinks[q] == node:
-                self._group_waiting[q] -= 1
-                if self._group_waiting[q] == 0:
-                    if self.on_group is not None:
-                        self.on_group(q)
-                    self._waiting -= 1
-                    if self._waiting == 0:
-                        self._finish()
+        target = self._sinks is None or self._sinks[q] == node
+        if target and before < self._size[q] <= self._count[node]:
+            self._group_waiting[q] -= 1
+            if self._group_waiting[q] == 0:
+                if self.on_group is not None:
+                    self.on_group(q)
+                self._waiting -= 1
+                if self._waiting == 0:
+                    self._finish()
 
     def _finish(self) -> None:
         self.complete_at = self.network.env.now
@@ -167,7 +167,7 @@ class Uploads:
     def begin(self, senders: Sequence[int], server: int) -> None:
         self.tag += 1
         self.server = server
-        self.expected = set(int(s) for s in senders)
+        self.expected = {int(s) for s in senders}
         self.got: dict[int, np.ndarray] = {}
         self._open: dict[int, list] = {}
         self.active = True

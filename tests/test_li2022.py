@@ -43,7 +43,7 @@ def test_cdp_cost_is_c1_ceil_pM_R(agents, p, rounds):
     bandit = {"kind": "gaussian", "arms": 2, "means": [0.5, 0.5], "sigma": 1e-9}
     sc = scenario("cdp-mab", agents=agents, bandit=bandit, horizon=1e5, participation=p, rounds=rounds,
                   epsilon=math.inf, network={"cost": {"server_agent": 25.0, "agent_agent": 1.0}})
-    sim, row = simulate(sc)
+    _sim, row = simulate(sc)
     n = math.ceil(p * agents)
     assert row["rounds_completed"] == rounds
     assert row["links_server_agent"] == n * rounds
@@ -53,7 +53,7 @@ def test_cdp_cost_is_c1_ceil_pM_R(agents, p, rounds):
 
 def test_cdp_cost_per_round_on_a_random_instance():
     sc = scenario("cdp-mab", agents=10, participation=0.4, network={"cost": {"server_agent": 7.0}})
-    sim, row = simulate(sc)
+    _sim, row = simulate(sc)
     assert row["rounds_completed"] >= 2
     assert row["comm_cost"] == 7.0 * 4 * row["rounds_completed"]
     assert row["t_delay_total"] == 0  # a centralized round takes no slot of exploitation
@@ -65,7 +65,7 @@ def _deterministic_run(epsilon):
     means = [0.9, 0.85, 0.8, 0.7, 0.5, 0.2]
     bandit = {"kind": "gaussian", "arms": 6, "means": means, "sigma": 1e-12}
     sc = scenario("cdp-mab", agents=4, bandit=bandit, horizon=5e4, epsilon=epsilon, seed=7)
-    sim, row = simulate(sc)
+    sim, _row = simulate(sc)
     return sc, sim, np.array(means)
 
 
@@ -159,7 +159,7 @@ def test_gis_on_random_graphs(seed):
 def test_gis_exploitation_regret_counts():
     """Every slot of a GIS round every agent pulls once: pulls = T * M in total."""
     sc = scenario("ddp-mab", agents=8, topology="ring", horizon=9000.0)
-    sim, row = simulate(sc)
+    sim, _row = simulate(sc)
     assert sim.bandit.pulls.sum() == 9000 * 8
 
 
@@ -198,7 +198,7 @@ def test_hdp_round_delay_is_slowest_sink_eccentricity(routing, topology, sizes):
 def test_hdp_tree_cost_is_theorem4_sum_of_distances_on_stars():
     """On stars (sink = centre) every leaf sends once to the sink: c2 sum_i sd(i, SA_q) + c1 Q per round."""
     sc = scenario("hdp-mab", agents=8, topology="star", network={"components": [5, 3]}, sac_routing="tree")
-    sim, row = simulate(sc)
+    _sim, row = simulate(sc)
     assert row["links_agent_agent"] == (4 + 2) * row["rounds_completed"]
 
 
@@ -225,7 +225,7 @@ def test_lossy_runs_complete(protocol, extra):
     net.update(extra.pop("network", {}))
     lossless = dict(net, loss=0.0)
     sc = scenario(protocol, agents=9, network=net, horizon=20000.0, **extra)
-    sim, row = simulate(sc)
+    _sim, row = simulate(sc)
     _, clean = simulate(scenario(protocol, agents=9, network=lossless, horizon=20000.0, **extra))
     assert row["messages_dropped"] > 0
     assert row["rounds_completed"] >= 2
@@ -252,3 +252,32 @@ def test_ddp_rejects_components_and_jitter():
         S.from_dict(doc)
     with pytest.raises(InputError, match="network.servers"):
         scenario("cdp-mab", servers=0)
+
+
+def test_ddp_round_cap_cost_is_corollary1():
+    """Corollary 1: C_D^R = c2 d_G R sum_i d_i / 2, met with equality on a ring (every edge used every slot)."""
+    bandit = {"kind": "gaussian", "arms": 2, "means": [0.5, 0.5], "sigma": 1e-9}
+    sc = scenario("ddp-mab", agents=9, topology="ring", bandit=bandit, horizon=5e4, rounds=3, epsilon=math.inf,
+                  network={"cost": {"agent_agent": 2.0}})
+    _sim, row = simulate(sc)
+    assert row["rounds_completed"] == 3
+    assert row["comm_cost"] == 2.0 * 4 * 3 * 9
+
+
+def test_slot_length_other_than_one():
+    """With [clock] period 2 and stage delays of period/4, GIS still moves one hop per slot."""
+    doc = {"name": "t", "bandit": {"kind": "bernoulli", "arms": 4, "means": "uniform"},
+           "network": {"agents": 8, "topology": "ring", "delay": {"model": "constant", "value": 0.5}},
+           "protocol": {"name": "ddp-mab"}, "clock": {"period": 2.0}, "run": {"horizon": 20000.0, "seed": 2}}
+    sim, row = simulate(S.from_dict(doc))
+    assert row["rounds_completed"] >= 1
+    assert set(sim.protocol.t_delays) == {4}
+    assert sim.bandit.pulls.sum() == 8 * 10000  # one pull per agent per slot
+
+
+def test_hdp_tree_cost_on_a_path_is_sum_of_distances():
+    """Path 0-1-2-3-4, sink 2: sum_i sd(i, 2) = 1 + 2 + 1 + 2 = 6 links per round (one record per link-slot)."""
+    sc = scenario("hdp-mab", agents=5, topology="path", network={"components": 1}, sac_routing="tree")
+    sim, row = simulate(sc)
+    assert sim.protocol.sinks == [2]
+    assert row["links_agent_agent"] == 6 * row["rounds_completed"]
