@@ -92,6 +92,13 @@ class Handshake:
         self._open_adv.clear()
         self._open_req.clear()
 
+    def forget(self, nodes: Iterable[int]) -> None:
+        """Drop the open exchanges of ``nodes`` (as advertiser or requester): they stop retrying."""
+        gone = set(nodes)
+        for table in (self._open_adv, self._open_req):
+            for pair in [p for p in table if p[0] in gone]:
+                del table[pair]
+
     def advertise(self, src: int, dsts: Iterable[int], keys: Sequence[Any]) -> None:
         """ADV stage: ``src`` names ``keys`` to each neighbour in ``dsts``."""
         keys = tuple(keys)

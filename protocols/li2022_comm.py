@@ -89,6 +89,8 @@ class Flood:
         # per group: members (GIS) or sinks (SAC) still missing a record
         self._group_waiting = [0 if len(g) == 1 else (len(g) if sinks is None else 1) for g in groups]
         self._waiting = sum(1 for w in self._group_waiting if w > 0)
+        self._done = [w == 0 for w in self._group_waiting]
+        self._groups = [list(g) for g in groups]
         self._new: dict[int, list[int]] = {i: [i] for g in groups if len(g) > 1 for i in g}
         self.active = True
         self.complete_at = None
@@ -104,11 +106,14 @@ class Flood:
             return
         new, self._new = self._new, {}
         for node in sorted(new):
-            self.handshake.advertise(node, self._neighbors[node], new[node])
+            if not self._done[self._group_of[node]]:
+                self.handshake.advertise(node, self._neighbors[node], new[node])
         self.handshake.retry(now)
 
     # ------------------------------------------------------------------ handshake callbacks
     def _missing(self, node: int, keys: Sequence[int]) -> list[int]:
+        if self._done[self._group_of[node]]:
+            return []
         return [k for k in keys if not self.have[node, k]]
 
     def _fetch(self, node: int, keys: Sequence[int]) -> np.ndarray:
@@ -116,7 +121,7 @@ class Flood:
 
     def _on_data(self, node: int, src: int, keys: Sequence[int], records: np.ndarray) -> None:
         fresh = [idx for idx, k in enumerate(keys) if not self.have[node, k]]
-        if not fresh or not self.active:
+        if not fresh or not self.active or self._done[self._group_of[node]]:
             return
         got = [keys[idx] for idx in fresh]
         self.have[node, got] = True
@@ -129,6 +134,9 @@ class Flood:
         if target and before < self._size[q] <= self._count[node]:
             self._group_waiting[q] -= 1
             if self._group_waiting[q] == 0:
+                # the group's communication ends: its members stop advertising and retrying
+                self._done[q] = True
+                self.handshake.forget(self._groups[q])
                 if self.on_group is not None:
                     self.on_group(q)
                 self._waiting -= 1

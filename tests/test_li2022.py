@@ -1,11 +1,12 @@
 """CDP-MAB, DDP-MAB and HDP-MAB on the engine: the paper's exact statements (li2022)."""
 
 import math
+from fractions import Fraction
 
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from netsim import scenario as S
@@ -37,14 +38,15 @@ def simulate(sc, trial=0):
 
 # ---------------------------------------------------------------------- CDP-MAB cost (Theorem 2)
 @settings(max_examples=12, deadline=None)
-@given(agents=st.integers(2, 12), p=st.sampled_from([0.1, 0.25, 0.5, 0.7, 1.0]), rounds=st.integers(1, 4))
+@given(agents=st.integers(2, 12), p=st.sampled_from([0.1, 0.25, 0.3, 0.5, 0.7, 1.0]), rounds=st.integers(1, 4))
+@example(agents=10, p=0.7, rounds=2)  # 0.7 * 10 = 7.000000000000001 in floating point; ceil(pM) is 7
 def test_cdp_cost_is_c1_ceil_pM_R(agents, p, rounds):
     """Two arms of equal mean and no noise: never eliminated, so exactly R rounds happen."""
     bandit = {"kind": "gaussian", "arms": 2, "means": [0.5, 0.5], "sigma": 1e-9}
     sc = scenario("cdp-mab", agents=agents, bandit=bandit, horizon=1e5, participation=p, rounds=rounds,
                   epsilon=math.inf, network={"cost": {"server_agent": 25.0, "agent_agent": 1.0}})
     _sim, row = simulate(sc)
-    n = math.ceil(p * agents)
+    n = math.ceil(Fraction(str(p)) * agents)
     assert row["rounds_completed"] == rounds
     assert row["links_server_agent"] == n * rounds
     assert row["comm_cost"] == 25.0 * n * rounds
@@ -281,3 +283,37 @@ def test_hdp_tree_cost_on_a_path_is_sum_of_distances():
     sim, row = simulate(sc)
     assert sim.protocol.sinks == [2]
     assert row["links_agent_agent"] == 6 * row["rounds_completed"]
+
+
+def sink_flood_reference(graph, sink):
+    """Flooding one hop per slot inside one component until ``sink`` holds every record: links used."""
+    have = {i: {i} for i in graph}
+    new = {i: {i} for i in graph}
+    links = 0
+    while len(have[sink]) < len(graph):
+        used, got = set(), {i: set() for i in graph}
+        for i in graph:
+            if new[i]:
+                for j in graph[i]:
+                    used.add((min(i, j), max(i, j)))
+                    got[j] |= new[i] - have[j]
+        for j in graph:
+            have[j] |= got[j]
+        new = got
+        links += len(used)
+    return links
+
+
+@pytest.mark.parametrize("topology,sizes", [("path", [7, 3]), ("erdos_renyi", [9, 6, 4])])
+def test_hdp_flood_stops_in_each_component_when_its_sink_is_complete(topology, sizes):
+    extra = {"p": 0.5} if topology == "erdos_renyi" else {}
+    sc = scenario("hdp-mab", agents=sum(sizes), topology=topology, network={"components": sizes, **extra}, seed=3)
+    sim, row = simulate(sc)
+    graph = sim.network.agent_graph
+    per_round = 0
+    for sink, members in zip(sim.protocol.sinks, sim.network.components):
+        sub = nx.convert_node_labels_to_integers(graph.subgraph(members), label_attribute="old")
+        new_sink = next(n for n, d in sub.nodes(data=True) if d["old"] == sink)
+        per_round += sink_flood_reference(sub, new_sink)
+    assert row["rounds_completed"] >= 1
+    assert row["links_agent_agent"] == per_round * row["rounds_completed"]
