@@ -2,6 +2,7 @@
 
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import networkx as nx
 import numpy as np
@@ -317,3 +318,22 @@ def test_hdp_flood_stops_in_each_component_when_its_sink_is_complete(topology, s
         per_round += sink_flood_reference(sub, new_sink)
     assert row["rounds_completed"] >= 1
     assert row["links_agent_agent"] == per_round * row["rounds_completed"]
+
+
+BUNDLED = sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "scenarios").glob("li2022-*.toml"))
+
+
+def test_every_figure_has_bundled_scenarios():
+    for prefix in ("fig4-", "fig5-", "fig6-", "fig7-", "fig8-", "fig10-ring", "fig10-star", "fig10-complete",
+                   "fig10-random", "fig12-cdp", "fig12-ddp", "fig12-hdp"):
+        assert any(name.startswith(f"li2022-{prefix}") for name in BUNDLED), prefix
+    assert {f"li2022-fig11-case{c}" for c in range(1, 7)} <= set(BUNDLED)
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_bundled_scenario_runs(name):
+    sc = S.load(name, ["run.horizon=2500", "run.checkpoints=5"])
+    assert sc.source.startswith("li2022") and sc.description
+    sim, row = simulate(sc)
+    assert row["end_time"] == 2500.0
+    assert sim.bandit.pulls.sum() == 2500 * row["agents"]
