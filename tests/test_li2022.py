@@ -15,6 +15,7 @@ from netsim.errors import InputError
 from netsim.sim import Simulation
 from netsim.streams import Streams, trial_sequence
 from protocols.li2022_comm import sink_agents
+from protocols.li2022_rounds import EpochSchedule
 
 PAPER_DELAY = {"model": "constant", "value": 0.25}
 ZERO = {"model": "constant", "value": 0.0}
@@ -337,3 +338,22 @@ def test_bundled_scenario_runs(name):
     sim, row = simulate(sc)
     assert row["end_time"] == 2500.0
     assert sim.bandit.pulls.sum() == 2500 * row["agents"]
+
+
+def test_regret_curve_is_exact_at_every_checkpoint():
+    """Exploration pulls are drawn as sums but split at checkpoints: the curve matches slot-by-slot play."""
+    bandit = {"kind": "gaussian", "arms": 3, "means": [0.9, 0.5, 0.6], "sigma": 1e-12}
+    sc = scenario("cdp-mab", agents=2, bandit=bandit, horizon=1000.0, checkpoints=40, epsilon=math.inf)
+    result = Simulation(sc, trial_sequence(1, 0)).run()
+    n1 = EpochSchedule(arms=3, horizon=1000.0, participants=2, epsilon=math.inf).plan(1, 3, 0).pulls
+    gaps = np.array([0.0, 0.4, 0.3])
+
+    def regret_before(t):  # slot-by-slot: arm j is pulled in slots [j n1, (j+1) n1) of epoch 1
+        total = sum(gaps[j] * min(max(t - j * n1, 0), n1) for j in range(3))
+        return 2 * total
+
+    times, curve = result.timeseries["time"], result.timeseries["group_regret"]
+    assert 3 * n1 < 1000 and n1 > 30
+    for t, value in zip(times, curve):
+        if t <= 3 * n1:
+            assert value == pytest.approx(regret_before(t), abs=1e-9)
