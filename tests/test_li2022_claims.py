@@ -107,3 +107,15 @@ def test_fig12_cdp_beats_ddp_and_hdp_under_heterogeneous_rewards():
                             network={"components": 4}))[1]
     assert cdp["group_regret"] < hdp["group_regret"] < ddp["group_regret"]
     assert (cdp["t_delay_total"], hdp["t_delay_mean"], ddp["t_delay_mean"]) == (0.0, 2.0, 10.0)
+
+
+def test_fig11_with_tree_routing_follows_theorem4_instead():
+    """With one-way shortest-path SAC the cost per round is c2 sum_i sd(i, SA_q) + c1 Q (proof of Theorem 4):
+    95 + 250 for cases 1 and 2, 99 + 50 for case 3, so Fig. 11's ordering needs the flooding SAC."""
+    cost = {}
+    for case, sizes in {1: [20] * 5, 2: [53, 24, 10, 6, 7], 3: [100]}.items():
+        sc = scenario("hdp-mab", agents=100, bandit=CLEAR, horizon=2000.0, seed=4, sac_routing="tree",
+                      network={"components": sizes, "cost": {"server_agent": 50.0, "agent_agent": 1.0}})
+        row = simulate(sc)[1]
+        cost[case] = row["comm_cost"] / row["rounds_completed"]
+    assert cost == {1: 345.0, 2: 345.0, 3: 149.0}
