@@ -205,3 +205,24 @@ def validate(
             )
         out[key] = parsed
     return out
+
+
+class Frozen(Mapping):
+    """A read-only, picklable mapping (validated sections of a frozen scenario)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any] = ()):
+        self._data = dict(data)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"Frozen({self._data!r})"
