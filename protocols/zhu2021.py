@@ -213,6 +213,7 @@ class GossipUCB(Protocol):
         self.hood = neighbourhoods(graph, n_agents)
         self.edges = np.array(sorted((min(u, v), max(u, v)) for u, v in graph.edges()), dtype=np.int64)
         self.rng = sim.streams.for_("protocol")
+        self.best_arm = sim.bandit.best_arm
         self.counter = BinaryTreeCounter(epsilon=self.epsilon(), horizon=self.ticks + 1, shape=(n_agents, n_arms),
                                          rng=sim.streams.for_("privacy"))
         self.n = np.zeros((n_agents, n_arms))
@@ -293,7 +294,7 @@ class GossipUCB(Protocol):
         self.xbar[self._agents, arms] = new_mean
         if t > self.ticks // 2:
             self.late_pulls += big_n
-            self.late_best += int((arms == self.sim.bandit.best_arm).sum())
+            self.late_best += int((arms == self.best_arm).sum())
         if self._realistic:
             self.theta = self.theta + delta                                        # line 22
             self._send_ntilde()

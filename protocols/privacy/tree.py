@@ -90,11 +90,13 @@ class BinaryTreeCounter:
         self.node_epsilon = self.epsilon / self.levels
         self.scale = 0.0 if math.isinf(self.epsilon) else sensitivity / self.node_epsilon
         self._j = np.arange(self.levels, dtype=np.int64)
-        self._sums = np.zeros(self.shape)
-        self._last = np.zeros(self.shape, dtype=np.int64)
-        self._node = np.zeros(self.shape + (self.levels,), dtype=np.int64)  # m of the noised node, 0 = none
-        self._noise = np.zeros(self.shape + (self.levels,))
-        self._used = np.zeros(self.shape + (self.levels,), dtype=bool)
+        size = int(np.prod(self.shape, dtype=np.int64))
+        self._ids = np.arange(size).reshape(self.shape)        # flat id of every counter
+        self._sums = np.zeros(size)
+        self._last = np.zeros(size, dtype=np.int64)
+        self._node = np.zeros((size, self.levels), dtype=np.int64)  # m of the noised node, 0 = none
+        self._noise = np.zeros((size, self.levels))
+        self._used = np.zeros((size, self.levels), dtype=bool)
         self.noise_terms = 0
 
     # ------------------------------------------------------------------ closed forms
@@ -115,7 +117,7 @@ class BinaryTreeCounter:
             return math.inf
         if self._used.size == 0:
             return 0.0
-        used = self._used.reshape(-1, self.levels).sum(axis=1).max()
+        used = self._used.sum(axis=1).max()
         return float(self.node_epsilon * used)
 
     # ------------------------------------------------------------------ streaming
@@ -127,42 +129,41 @@ class BinaryTreeCounter:
         the counter's previous time (skipped times are x = 0). The release is the exact
         prefix sum plus the popcount(t) node noises of Alg. 3.
         """
-        last = np.asarray(self._last[index])
-        t = np.broadcast_to(np.asarray(t, dtype=np.int64), last.shape)
-        if t.size and (t.min() < 1 or t.max() > self.horizon):
+        picked = self._ids[index]
+        out_shape = np.shape(picked)
+        flat = np.atleast_1d(picked).ravel()
+        if flat.size > 1 and np.bincount(flat).max() > 1:
+            raise ValueError("each counter may appear once per release")
+        t = np.asarray(t, dtype=np.int64)
+        if t.ndim:
+            t = np.broadcast_to(t, out_shape).ravel()
+        if t.min() < 1 or t.max() > self.horizon:
             raise ValueError(f"time outside 1..{self.horizon}")
-        if np.any(t < last):
+        if np.any(t < self._last[flat]):
             raise ValueError("a counter's times must not decrease")
-        if last.ndim and last.size > 1 and not isinstance(index, slice):
-            flat = np.ravel_multi_index(tuple(np.asarray(i) for i in index), self.shape) \
-                if isinstance(index, tuple) else np.asarray(index)
-            if len(np.unique(flat)) != flat.size:
-                raise ValueError("each counter may appear once per release")
-        sums = self._sums[index] + value
-        self._sums[index] = sums
-        self._last[index] = t
-        ids = t[..., None] >> self._j                       # node m = t >> j at each level j
-        active = (ids & 1) == 1                              # bit j of t set: node used (Alg. 2)
-        node = self._node[index]
-        noise = self._noise[index]
-        fresh = active & (node != ids)                       # first use of that node (Alg. 3)
+        sums = self._sums[flat] + np.ravel(np.broadcast_to(np.asarray(value, dtype=float), out_shape))
+        self._sums[flat] = sums
+        self._last[flat] = t
+        ids = t[..., None] >> self._j if t.ndim else t >> self._j   # node m = t >> j at each level j
+        active = (ids & 1) == 1                                     # bit j of t set: node used (Alg. 2)
+        node = self._node[flat]
+        fresh = active & (node != ids)                              # first use of that node (Alg. 3)
         count = int(fresh.sum())
+        noise = self._noise[flat]
         if count:
-            node[fresh] = ids[fresh]
+            node[fresh] = np.broadcast_to(ids, node.shape)[fresh]
+            self._node[flat] = node
             if self.scale > 0.0:
                 noise[fresh] = self.rng.laplace(0.0, self.scale, count)
+                self._noise[flat] = noise
+                self._used[flat] |= fresh
                 self.noise_terms += count
-                used = self._used[index]
-                used |= fresh
-                self._used[index] = used
-            self._node[index] = node
-            self._noise[index] = noise
-        return sums + np.where(active, noise, 0.0).sum(axis=-1)
+        return (sums + (noise * active).sum(axis=-1)).reshape(out_shape)
 
     @property
     def sums(self) -> np.ndarray:
         """Exact prefix sums (for tests and bookkeeping; never released)."""
-        return self._sums.copy()
+        return self._sums.reshape(self.shape).copy()
 
 
 def popcount(t: np.ndarray) -> np.ndarray:
