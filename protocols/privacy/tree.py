@@ -137,11 +137,16 @@ class BinaryTreeCounter:
         t = np.asarray(t, dtype=np.int64)
         if t.ndim:
             t = np.broadcast_to(t, out_shape).ravel()
-        if t.min() < 1 or t.max() > self.horizon:
+            low, high = int(t.min()), int(t.max())
+        else:
+            low = high = int(t)
+        if low < 1 or high > self.horizon:
             raise ValueError(f"time outside 1..{self.horizon}")
-        if np.any(t < self._last[flat]):
+        last = self._last[flat]
+        if (last > t).any():
             raise ValueError("a counter's times must not decrease")
-        sums = self._sums[flat] + np.ravel(np.broadcast_to(np.asarray(value, dtype=float), out_shape))
+        value = np.asarray(value, dtype=float)
+        sums = self._sums[flat] + (value if value.ndim == 0 else value.reshape(flat.shape))
         self._sums[flat] = sums
         self._last[flat] = t
         ids = t[..., None] >> self._j if t.ndim else t >> self._j   # node m = t >> j at each level j
