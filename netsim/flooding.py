@@ -50,7 +50,8 @@ Latest message per origin
     record (highest ``seq``) m has received from m' (``latest_seq[m, m']``, -1 if none, and the
     value columns in ``latest_values[m, m']``), the table Alg. 1 (ISLATESTMESSAGE) reads.
     ``on_receive(dst, records)`` is called with every new (non-duplicate) record delivered at an
-    instant, ``dst[i]`` being the receiver of ``records[i]``, after the table is updated.
+    instant, ``dst[i]`` being the receiver of ``records[i]``, after the table is updated;
+    ``on_latest(dst, origin, previous, records)`` with the table entries that changed.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ WINDOW = 64
 _ONE = np.uint64(1)
 
 ReceiveCallback = Callable[[np.ndarray, np.ndarray], None]
+LatestCallback = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
 
 
 def record_dtype(value_dtype: Sequence[tuple] | np.dtype) -> np.dtype:
@@ -98,13 +100,19 @@ class Flooding:
         Optional ``callback(dst, records)`` for the new records delivered at one instant.
     latest:
         Keep the per-receiver table of the latest record of each origin.
+    on_latest:
+        Optional ``callback(dst, origin, previous, records)`` called when entries of the latest
+        table change: ``previous[column][i]`` holds the value that ``records[column][i]`` replaces
+        in entry ``(dst[i], origin[i])`` (zero where there was none). Lets a protocol keep running
+        aggregates over the table instead of re-reading it.
     relay:
         ``"flush"`` (default): received records are forwarded at the next :meth:`flush`;
         ``"on_receipt"``: they are forwarded right after their delivery instant.
     """
 
     def __init__(self, sim: "Simulation", kind: str, gamma: int, value_dtype: Sequence[tuple] | np.dtype, *,
-                 on_receive: ReceiveCallback | None = None, latest: bool = True, relay: str = "flush"):
+                 on_receive: ReceiveCallback | None = None, latest: bool = True, relay: str = "flush",
+                 on_latest: LatestCallback | None = None):
         if int(gamma) != gamma or gamma < 0:
             raise ValueError(f"gamma = {gamma!r}; accepted: an integer >= 0")
         if relay not in ("flush", "on_receipt"):
@@ -116,10 +124,11 @@ class Flooding:
         self.dtype = record_dtype(value_dtype)
         self.value_names = tuple(np.dtype(value_dtype).names or ())
         self.on_receive = on_receive
+        self.on_latest = on_latest
         self.relay = relay
         m = sim.num_agents
         self.num_agents = m
-        self._neighbors = [np.array(self.network.agent_neighbors(a), dtype=np.int64) for a in range(m)]
+        self._neighbors = [self.network.agent_neighbors(a) for a in range(m)]
         self._seq = np.zeros(m, dtype=np.int64)
         self._high = np.full(m * m, -1, dtype=np.int64)  # anti-replay window: newest seq per (dst, origin)
         self._mask = np.zeros(m * m, dtype=np.uint64)     # bit j: seq (high - j) seen
@@ -129,7 +138,11 @@ class Flooding:
         self._calls = 0
         if latest:
             self.latest_seq = np.full((m, m), -1, dtype=np.int64)
-            self.latest_values = np.zeros((m, m), dtype=np.dtype(value_dtype))
+            values = np.dtype(value_dtype)
+            # one contiguous array per value column, shape (receivers, origins, *column shape)
+            self.latest_values = {name: np.zeros((m, m) + values.fields[name][0].shape,
+                                                 dtype=values.fields[name][0].base) for name in self.value_names}
+            self._latest_flat = {name: a.reshape((m * m,) + a.shape[2:]) for name, a in self.latest_values.items()}
             self.latest_created = np.full((m, m), np.nan)
         # counters (records, not engine messages)
         self.published = 0
@@ -191,26 +204,23 @@ class Flooding:
         bounds = np.flatnonzero(np.diff(senders)) + 1
         starts = np.concatenate(([0], bounds))
         ends = np.concatenate((bounds, [len(senders)]))
-        send = self.network.send
+        send_many = self.network.send_many
         kind = self.kind
         sent = 0
-        for a, b in zip(starts.tolist(), ends.tolist()):
-            src = int(senders[a])
-            chunk = records[a:b]
-            size = b - a
-            for dst in self._neighbors[src].tolist():
-                self._calls = 0  # corruptor calls within this send (see corruptor)
-                send(src, dst, kind, chunk, size=size)
-            sent += len(self._neighbors[src])
-            self.records_forwarded += size * len(self._neighbors[src])
+        for a, b, src in zip(starts.tolist(), ends.tolist(), senders[starts].tolist()):
+            neighbors = self._neighbors[src]
+            self._calls = 0  # corruptor calls for this chunk (see corruptor)
+            send_many(src, neighbors, kind, records[a:b], size=b - a)
+            sent += len(neighbors)
+            self.records_forwarded += (b - a) * len(neighbors)
         return sent
 
     # ------------------------------------------------------------------ receiving
     def _receive(self, messages: list) -> None:
-        payloads = [msg.payload for msg in messages]
-        sizes = np.fromiter((len(p) for p in payloads), dtype=np.int64, count=len(payloads))
-        records = np.concatenate(payloads) if len(payloads) > 1 else payloads[0]
-        dst = np.repeat(np.fromiter((msg.dst for msg in messages), dtype=np.int64, count=len(messages)), sizes)
+        # joining raw bytes is ~50x faster than np.concatenate on structured arrays (field promotion)
+        records = np.frombuffer(b"".join([msg.payload.tobytes() for msg in messages]), dtype=self.dtype)
+        dst = np.repeat(np.array([msg.dst for msg in messages], dtype=np.int64),
+                        np.array([len(msg.payload) for msg in messages], dtype=np.int64))
         self.records_received += len(records)
         keep = self._fresh(dst, records)
         self.duplicates += len(records) - len(keep)
@@ -261,6 +271,8 @@ class Flooding:
         return np.sort(first[fresh])
 
     def _update_latest(self, dst: np.ndarray, records: np.ndarray) -> None:
+        if not len(records):
+            return
         origin = records["origin"].astype(np.int64)
         seq = records["seq"].astype(np.int64)
         pair = dst * self.num_agents + origin
@@ -269,10 +281,15 @@ class Flooding:
         newer = seq[last] > self.latest_seq.ravel()[pair[last]]
         last = last[newer]
         d, o = dst[last], origin[last]
+        flat = d * self.num_agents + o
+        table = self._latest_flat
+        previous = {name: table[name][flat] for name in self.value_names} if self.on_latest is not None else None
         self.latest_seq[d, o] = seq[last]
         self.latest_created[d, o] = records["created"][last]
         for name in self.value_names:
-            self.latest_values[name][d, o] = records[name][last]
+            table[name][flat] = records[name][last]
+        if self.on_latest is not None and len(last):
+            self.on_latest(d, o, previous, records[last])
 
     # ------------------------------------------------------------------ byzantine reports
     def corruptor(self, column: str, *, records_corrupted: Callable[[int], None] | None = None) -> Callable[..., tuple]:
@@ -293,8 +310,13 @@ class Flooding:
 
         def corrupt(payload: np.ndarray, *, sender: int, rng: np.random.Generator, probability: float,
                     q: Any, relay: bool) -> tuple[np.ndarray, int]:
+            # The engine calls the rule, for each link of a flushed chunk, first as the byzantine
+            # source (if the sender is byzantine) and then for link corruption (if enabled); a
+            # lost message gets neither call. So the calls of one chunk alternate source/link.
             adv = self.network.adversary
-            source = self._calls == 0 and sender in adv.byzantine and adv.probability > 0.0
+            byzantine = sender in adv.byzantine and adv.probability > 0.0
+            period = 2 if adv.link_probability > 0.0 else 1
+            source = byzantine and self._calls % period == 0
             self._calls += 1
             if source and cache["payload"] is payload:
                 return cache["result"]
