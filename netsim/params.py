@@ -84,7 +84,8 @@ def probability(default: Any = REQUIRED, *, doc: str = "") -> Field:
 
 def integer(default: Any = REQUIRED, *, low: int | None = None, high: int | None = None, doc: str = "") -> Field:
     """An integer in ``[low, high]``."""
-    bounds = " and ".join(p for p in (f">= {low}" if low is not None else "", f"<= {high}" if high is not None else "") if p)
+    parts = (f">= {low}" if low is not None else "", f"<= {high}" if high is not None else "")
+    bounds = " and ".join(p for p in parts if p)
     accepts = "an integer" + (f" {bounds}" if bounds else "")
 
     def parse(value: Any) -> int | None:
@@ -205,3 +206,24 @@ def validate(
             )
         out[key] = parsed
     return out
+
+
+class Frozen(Mapping):
+    """A read-only, picklable mapping (validated sections of a frozen scenario)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any] = ()):
+        self._data = dict(data)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"Frozen({self._data!r})"

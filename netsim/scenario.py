@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from importlib.resources import files
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
@@ -243,10 +242,10 @@ def from_dict(document: Mapping[str, Any], *, base_dir: Path | None = None, path
 
     scenario = Scenario(
         name=doc["name"], description=doc["description"], source=doc["source"], scaled=doc["scaled"],
-        bandit=MappingProxyType(bandit), network=MappingProxyType(network),
-        protocol=MappingProxyType(protocol), adversary=MappingProxyType(adversary),
-        clock=MappingProxyType(P.validate(doc["clock"], CLOCK, where="clock", source=source)),
-        run=MappingProxyType(P.validate(doc["run"], RUN, where="run", source=source)),
+        bandit=P.Frozen(bandit), network=P.Frozen(network),
+        protocol=P.Frozen(protocol), adversary=P.Frozen(adversary),
+        clock=P.Frozen(P.validate(doc["clock"], CLOCK, where="clock", source=source)),
+        run=P.Frozen(P.validate(doc["run"], RUN, where="run", source=source)),
         path=path,
     )
     _check_protocol_fit(scenario, protocol_cls, source)

@@ -3,7 +3,8 @@
 The simulation runs until ``run.horizon`` (events at times < horizon are processed) or until
 the protocol calls :meth:`Simulation.stop`. Regret and communication cost are recorded at
 ``run.checkpoints + 1`` evenly spaced instants 0, H/C, ..., H, each taken before any other
-event of that instant.
+event of that instant; the last row is always the state at the end of the trial (at H, or at
+the instant the protocol stopped it).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Node:
 
     __slots__ = ("sim", "id", "_rng")
 
-    def __init__(self, sim: "Simulation", node_id: int):
+    def __init__(self, sim: Simulation, node_id: int):
         self.sim = sim
         self.id = node_id
         self._rng: np.random.Generator | None = None
@@ -151,12 +152,17 @@ class Simulation:
         """End the trial now (e.g. when a best arm has been identified)."""
         if not self._finished.triggered:
             self._stop_reason = reason
-            self._finished.succeed()
+            # Event.succeed() would schedule at NORMAL priority, after ticks already due now.
+            self._finished._ok, self._finished._value = True, reason
+            self.env.schedule(self._finished, FINISH)
 
     # ------------------------------------------------------------------ running
-    def _checkpoint(self) -> None:
+    def _checkpoint(self, *, final: bool = False) -> None:
         regret = self.bandit.regret
         series = self._series
+        if final and series["time"] and series["time"][-1] == self.env.now:
+            for values in series.values():  # the end state replaces a checkpoint taken at the same instant
+                values.pop()
         series["time"].append(float(self.env.now))
         series["group_regret"].append(float(regret.sum()))
         series["mean_agent_regret"].append(float(regret.mean()))
@@ -178,7 +184,7 @@ class Simulation:
         self._schedule_checkpoints()
         self.protocol.start()
         self.env.run(until=self._finished)
-        self._checkpoint()
+        self._checkpoint(final=True)
         wall = time.perf_counter() - started
         return self._result(wall)
 

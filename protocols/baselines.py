@@ -28,6 +28,8 @@ def ucb1_index(sums: np.ndarray, counts: np.ndarray, t: np.ndarray | float) -> n
 class _Ticking(Protocol):
     """Shared wiring: one vectorised clock in paper mode, one clock per agent with jitter."""
 
+    servers = None  # server nodes, if the scenario has any, are simply unused
+
     def start(self) -> None:
         sim = self.sim
         if sim.clock_jitter > 0:

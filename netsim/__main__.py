@@ -1,0 +1,5 @@
+import sys
+
+from netsim.cli import main
+
+sys.exit(main())

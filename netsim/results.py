@@ -1,0 +1,168 @@
+"""Tidy result tables and their files: trials, agents, time series, timings, meta.
+
+Every file is written to a temporary name in the output folder and renamed into place, so a
+reader (or an interrupted run) sees either the complete file or none.
+
+``trials.csv`` holds the contract columns in a fixed order, then protocol extras and
+per-kind message counts (``sent_<KIND>``) sorted by name. Wall-clock times are kept out of
+the CSV tables (they are in ``timings.csv``) so that the same seed gives byte-identical
+tables for any number of jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from netsim.scenario import Scenario
+from netsim.sim import TrialResult
+
+TRIAL_COLUMNS = [
+    "scenario", "protocol", "trial", "seed", "agents", "horizon", "end_time", "group_regret",
+    "mean_agent_regret", "links_agent_agent", "links_server_agent", "comm_cost", "messages_sent",
+    "messages_delivered", "messages_dropped", "messages_corrupted", "messages_in_flight", "rounds",
+]
+AGENT_COLUMNS = ["trial", "agent", "regret", "pulls", "messages_sent", "messages_received", "links"]
+SERIES_COLUMNS = ["trial", "time", "group_regret", "mean_agent_regret", "comm_cost"]
+FORMATS = ("csv", "parquet")
+
+
+def trials_table(results: Sequence[TrialResult]) -> pd.DataFrame:
+    """One row per trial, contract columns first."""
+    frame = pd.DataFrame([r.row for r in results])
+    extras = sorted(c for c in frame.columns if c not in TRIAL_COLUMNS)
+    for column in extras:
+        if column.startswith("sent_"):
+            frame[column] = frame[column].fillna(0).astype(np.int64)
+    return frame[TRIAL_COLUMNS + extras].sort_values("trial", kind="stable").reset_index(drop=True)
+
+
+def agents_table(results: Sequence[TrialResult]) -> pd.DataFrame:
+    """One row per trial and agent."""
+    frames = [pd.DataFrame({"trial": r.row["trial"], **r.agents}) for r in results]
+    return pd.concat(frames, ignore_index=True)[AGENT_COLUMNS].sort_values(["trial", "agent"], kind="stable")
+
+
+def series_table(results: Sequence[TrialResult]) -> pd.DataFrame:
+    """Regret and cost at the checkpoints of every trial."""
+    frames = [pd.DataFrame({"trial": r.row["trial"], **r.timeseries}) for r in results]
+    return pd.concat(frames, ignore_index=True)[SERIES_COLUMNS].sort_values(["trial", "time"], kind="stable")
+
+
+def timings_table(results: Sequence[TrialResult]) -> pd.DataFrame:
+    return pd.DataFrame({"trial": [r.row["trial"] for r in results], "wall_s": [r.wall_s for r in results]})
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _table_bytes(frame: pd.DataFrame, fmt: str) -> bytes:
+    if fmt == "csv":
+        return frame.to_csv(index=False, lineterminator="\n").encode()
+    import io
+
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for package in ("netsim", "numpy", "scipy", "simpy", "networkx", "pandas", "seaborn"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            out[package] = "unknown"
+    return out
+
+
+def git_revision() -> str | None:
+    try:
+        here = Path(__file__).resolve().parent
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
+        return done.stdout.strip() or None if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def write_results(
+    out: Path, scenario: Scenario, results: Sequence[TrialResult], *, fmt: str = "csv",
+    started: str = "", finished: str = "", argv: Sequence[str] | None = None,
+) -> dict[str, Path]:
+    """Write every result file of a run into ``out``; return name → path."""
+    ext = "csv" if fmt == "csv" else "parquet"
+    tables = {
+        f"trials.{ext}": trials_table(results),
+        f"agents.{ext}": agents_table(results),
+        f"timeseries.{ext}": series_table(results),
+        f"timings.{ext}": timings_table(results),
+    }
+    written = {}
+    for name, frame in tables.items():
+        atomic_write(out / name, _table_bytes(frame, fmt))
+        written[name] = out / name
+    meta = {
+        "scenario": scenario.as_dict(),
+        "scenario_file": scenario.path,
+        "seed": scenario.run["seed"],
+        "trials": len(results),
+        "versions": versions(),
+        "git_revision": git_revision(),
+        "command": list(argv if argv is not None else sys.argv),
+        "started": started,
+        "finished": finished,
+        "instances": [r.info for r in results],
+    }
+    atomic_write(out / "meta.json", json.dumps(meta, indent=2, default=_json_default).encode())
+    written["meta.json"] = out / "meta.json"
+    return written
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def read_table(folder: Path, name: str) -> pd.DataFrame:
+    """Read ``name`` (without extension) from a results folder, CSV or Parquet."""
+    csv, parquet = folder / f"{name}.csv", folder / f"{name}.parquet"
+    if csv.is_file():
+        return pd.read_csv(csv)
+    if parquet.is_file():
+        return pd.read_parquet(parquet)
+    raise FileNotFoundError(csv)
+
+
+def summary(results: Sequence[TrialResult]) -> pd.DataFrame:
+    """Mean, std, min and max over trials of the headline columns (for the terminal)."""
+    frame = trials_table(results)
+    columns = ["group_regret", "mean_agent_regret", "comm_cost", "links_agent_agent", "links_server_agent",
+               "messages_sent", "rounds"]
+    columns += [c for c in frame.columns if c not in TRIAL_COLUMNS and not c.startswith("sent_")
+                and pd.api.types.is_numeric_dtype(frame[c])]
+    return frame[columns].agg(["mean", "std", "min", "max"]).T

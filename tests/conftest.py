@@ -1,0 +1,57 @@
+"""Shared fixtures: small networks and scenarios built in code."""
+
+from __future__ import annotations
+
+import os
+
+import networkx as nx
+import numpy as np
+import pytest
+import simpy
+
+from netsim.distributions import Distribution
+from netsim.metrics import Metrics
+from netsim.network import Network
+
+os.environ.setdefault("NETSIM_NO_PROGRESS", "1")
+
+
+def make_network(
+    graph: nx.Graph,
+    *,
+    num_agents: int | None = None,
+    delay: Distribution | None = None,
+    loss: float = 0.0,
+    seed: int = 0,
+    cost_agent_agent: float = 1.0,
+    cost_server_agent: float = 25.0,
+    slot: float = 1.0,
+    overrides=None,
+) -> Network:
+    """A bare :class:`Network` on ``graph`` with its own environment and counters."""
+    env = simpy.Environment()
+    agents = graph.number_of_nodes() if num_agents is None else num_agents
+    metrics = Metrics(graph.number_of_nodes(), agents, cost_agent_agent, cost_server_agent, slot=slot)
+    delay = delay or Distribution("constant", {"value": 1.0})
+    return Network(env, graph, num_agents=agents, components=[list(range(agents))], delay=delay,
+                   server_delay=delay, loss=loss, link_overrides=overrides or {},
+                   rng=np.random.default_rng(seed), metrics=metrics)
+
+
+@pytest.fixture
+def network_factory():
+    return make_network
+
+
+def scenario_dict(**sections) -> dict:
+    """A minimal valid scenario document, sections overridden by keyword."""
+    doc = {
+        "name": "t",
+        "bandit": {"kind": "bernoulli", "arms": 3, "means": [0.9, 0.5, 0.1]},
+        "network": {"topology": "ring", "agents": 4},
+        "protocol": {"name": "ucb1"},
+        "run": {"horizon": 50, "trials": 1, "seed": 3, "checkpoints": 5},
+    }
+    for key, value in sections.items():
+        doc[key] = value
+    return doc

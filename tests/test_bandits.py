@@ -1,0 +1,118 @@
+"""Bandit environments: exact-law sums, regret books, stream discipline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from netsim.bandits import BernoulliBandit, GaussianBandit, HeterogeneousBandit, LinearBandit, TabularBandit
+from netsim.params import validate
+from netsim.streams import Streams
+
+
+def make(cls, agents=2, seed=0, **options):
+    return cls(validate(options, cls.fields), agents, Streams(np.random.SeedSequence(seed)))
+
+
+def test_bernoulli_sum_of_n_is_binomial():
+    env = make(BernoulliBandit, agents=1, arms=2, means=[0.3, 0.6])
+    n = 40
+    draws = np.array([env.pull(0, 0, n) for _ in range(4000)])
+    # chi-square goodness of fit against Binomial(40, 0.3), bins with expected count >= 5 (fixed seed)
+    support = np.arange(n + 1)
+    expected = stats.binom.pmf(support, n, 0.3) * len(draws)
+    keep = expected >= 5
+    observed = np.bincount(draws.astype(int), minlength=n + 1)
+    obs = np.append(observed[keep], observed[~keep].sum())
+    exp = np.append(expected[keep], expected[~keep].sum())
+    assert stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue > 0.001
+
+
+def test_bernoulli_sum_matches_sum_of_single_pulls_in_distribution():
+    single = make(BernoulliBandit, agents=1, seed=1, arms=2, means=[0.45, 0.6])
+    summed = make(BernoulliBandit, agents=1, seed=2, arms=2, means=[0.45, 0.6])
+    a = np.array([sum(single.pull(0, 0) for _ in range(25)) for _ in range(1500)])
+    b = np.array([summed.pull(0, 0, 25) for _ in range(1500)])
+    assert stats.ks_2samp(a, b).pvalue > 0.001
+    assert single.pulls[0] == summed.pulls[0] == 25 * 1500
+
+
+def test_gaussian_sum_law():
+    env = make(GaussianBandit, agents=1, arms=2, means=[1.0, 2.0], sigma=0.5)
+    draws = np.array([env.pull(0, 1, 9) for _ in range(3000)])
+    # exactly N(18, 9 * 0.25)
+    assert stats.kstest(draws, stats.norm(18.0, 1.5).cdf).pvalue > 0.001
+
+
+def test_regret_uses_global_gaps_and_counts_pulls():
+    env = make(BernoulliBandit, agents=3, arms=3, means=[0.2, 0.9, 0.5])
+    env.pull_many(np.array([0, 1, 2, 0]), np.array([0, 1, 2, 2]), np.array([1, 5, 2, 3]))
+    assert np.allclose(env.regret, [0.7 + 3 * 0.4, 0.0, 2 * 0.4])
+    assert list(env.pulls) == [4, 5, 2]
+
+
+def test_heterogeneous_regret_against_average_of_local_means():
+    env = make(HeterogeneousBandit, agents=2, arms=2, local_means=[[0.9, 0.1], [0.0, 0.6]])
+    assert np.allclose(env.means, [0.45, 0.35]) and env.best_arm == 0
+    env.pull(0, 1)
+    env.pull(1, 0)  # agent 1's local best is arm 1, but arm 0 is globally best
+    assert np.allclose(env.regret, [0.1, 0.0])
+
+
+def test_every_pull_consumes_one_uniform_regardless_of_batching():
+    a = make(BernoulliBandit, agents=3, seed=7, arms=2, means=[0.5, 0.5])
+    b = make(BernoulliBandit, agents=3, seed=7, arms=2, means=[0.5, 0.5])
+    agents = np.array([0, 1, 2, 1, 1, 0] * 100)
+    batched = np.concatenate([a.pull_many(agents[i:i + 6], np.zeros(6, int)) for i in range(0, 600, 6)])
+    single = np.array([b.pull(int(x), 0) for x in agents])
+    assert np.array_equal(batched, single)
+
+
+def test_common_random_numbers_across_arms():
+    """Agent i's j-th pull uses the same uniform whatever arm: rewards are monotone in the mean."""
+    low = make(BernoulliBandit, agents=1, seed=3, arms=2, means=[0.2, 0.7])
+    high = make(BernoulliBandit, agents=1, seed=3, arms=2, means=[0.2, 0.7])
+    r_low = np.array([low.pull(0, 0) for _ in range(500)])
+    r_high = np.array([high.pull(0, 1) for _ in range(500)])
+    assert np.all(r_low <= r_high)
+
+
+def test_large_batches_grow_the_buffer_without_changing_the_stream():
+    a = make(GaussianBandit, agents=2, seed=5, arms=2, means=[0.0, 1.0])
+    b = make(GaussianBandit, agents=2, seed=5, arms=2, means=[0.0, 1.0])
+    big = a.pull_many(np.zeros(1000, int), np.zeros(1000, int))
+    small = np.array([b.pull(0, 0) for _ in range(1000)])
+    assert np.allclose(big, small)
+
+
+def test_linear_contexts_and_regret():
+    env = make(LinearBandit, agents=2, dimension=3, arms=4, noise="gaussian", sigma=0.1)
+    x = env.observe(np.array([0, 1]))
+    assert x.shape == (2, 4, 3) and np.allclose(np.linalg.norm(x, axis=-1), 1.0)
+    values = x @ env.theta
+    best = values.argmax(axis=1)
+    env.pull_many(np.array([0, 1]), best)
+    assert np.allclose(env.regret, 0.0)
+    worst = values.argmin(axis=1)
+    env.pull_many(np.array([0, 1]), worst)
+    assert np.allclose(env.regret, values.max(axis=1) - values.min(axis=1))
+    assert np.linalg.norm(env.theta) <= 1.0
+
+
+def test_csv_environment(tmp_path):
+    path = tmp_path / "data.csv"
+    rows = ["hospital,drug,outcome"] + [f"h{h},d{d},{(h + d + i) % 2}" for h in range(2) for d in range(3)
+                                        for i in range(4)]
+    path.write_text("\n".join(rows) + "\n")
+    env = make(TabularBandit, agents=2, file=str(path), agent_column="hospital", arm_column="drug",
+               reward_column="outcome")
+    assert env.num_arms == 3 and np.allclose(env.local_means, 0.5)
+    total = env.pull(1, 2, 10)
+    assert 0 <= total <= 10 and env.pulls[1] == 10
+
+
+def test_negative_pull_count_rejected():
+    env = make(BernoulliBandit, agents=1, arms=2, means=[0.1, 0.2])
+    with pytest.raises(ValueError):
+        env.pull(0, 0, -1)
