@@ -230,9 +230,9 @@ def test_private_messages_carry_released_means_and_current_counts():
     sim.run()
     proto = sim.protocol
     table = proto.flood.latest_values
-    # agent 3 hears agents 1, 2, 4, 5. The run ends at time 40 after the deliveries due then
-    # (the last trial is t = 39): a neighbour's latest record is from t = 39, a two-hop one from 38
-    assert np.all(proto.flood.latest_seq[3, [1, 2, 4, 5]] == [38, 39, 39, 38])
+    # agent 3 hears agents 1, 2, 4, 5. The run ends at time 40 before the deliveries due then
+    # (the last tick is at 39): a neighbour's latest record is from the tick at 38, a two-hop one from 37
+    assert np.all(proto.flood.latest_seq[3, [1, 2, 4, 5]] == [37, 38, 38, 37])
     assert np.all(proto.flood.latest_seq[3, [0, 6, 7, 8, 9]] == -1)
     mu, n = proto.estimates()
     mu2, n2 = private_group_estimates(proto.sums, proto.counts, table["mean"], table["count"])
@@ -247,7 +247,7 @@ def test_byzantine_corrupted_messages_are_counted():
     result = sim.run()
     # the centre's own record is corrupted once per trial and carried to its 4 leaves
     assert result.row["records_corrupted"] == 20
-    assert result.row["messages_corrupted"] == 4 * 19  # the last flush (t = 19) is still in flight
+    assert result.row["messages_corrupted"] == 4 * 20  # counted when sent, over the 4 links
     values, _, _ = sim.protocol.samples.histogram()
     assert 3.0 in values
 
