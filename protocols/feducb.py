@@ -124,9 +124,10 @@ class LinUCBState:
         """Alg. 1 lines 6-8: argmax over the K contexts (rows x K x d) of <x, theta_hat> + beta ||x||_{V^-1}."""
         sel = slice(None) if rows is None else rows
         v_inv = self.v_inv[sel]
-        theta = np.einsum("aij,aj->ai", v_inv, self.u_tilde[sel])
-        mean = np.einsum("akd,ad->ak", contexts, theta)
-        width = np.sqrt(np.maximum(np.einsum("akd,ade,ake->ak", contexts, v_inv, contexts, optimize=True), 0.0))
+        theta = np.matmul(v_inv, self.u_tilde[sel][:, :, None])  # (A, d, 1)
+        mean = np.matmul(contexts, theta)[:, :, 0]
+        projected = np.matmul(contexts, v_inv)  # V^-1 is symmetric: x^T V^-1 = (V^-1 x)^T
+        width = np.sqrt(np.maximum(np.einsum("akd,akd->ak", projected, contexts), 0.0))
         return np.argmax(mean + np.asarray(beta)[:, None] * width, axis=1)
 
     def update(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray | None = None) -> None:

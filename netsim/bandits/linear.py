@@ -74,10 +74,10 @@ def gapped_contexts(rng: np.random.Generator, theta: np.ndarray, count: int, arm
     along = values / norm
     x = along[..., None] * direction
     if d > 1:
-        w = rng.normal(size=(count, arms, d))
+        w = rng.standard_normal(size=(count, arms, d))
         w -= (w @ direction)[..., None] * direction
-        w /= np.linalg.norm(w, axis=-1, keepdims=True)
-        x += np.sqrt(np.maximum(1.0 - along**2, 0.0))[..., None] * w
+        length = np.sqrt(np.einsum("akd,akd->ak", w, w))
+        x += (np.sqrt(np.maximum(1.0 - along**2, 0.0)) / length)[..., None] * w
     return x
 
 
