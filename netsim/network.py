@@ -208,9 +208,47 @@ class Network:
         self._enqueue(Message(kind, src, dst, payload, now, now + delay, size), delay)
 
     def send_many(self, src: int, dsts: Iterable[int], kind: str, payload: Any = None, *, size: int = 1) -> None:
-        """Send the same ``payload`` from ``src`` to each of ``dsts`` (one message each)."""
+        """Send the same ``payload`` from ``src`` to each of ``dsts`` (one message each).
+
+        Exactly ``for dst in dsts: send(src, dst, ...)`` (same counters, same draws in the same
+        order), with the per-call lookups hoisted out of the loop: flooding protocols send
+        thousands of messages per tick this way.
+        """
+        adjacent = self._adjacent[src]
+        now = self.env.now
+        metrics = self.metrics
+        link_used = metrics.link_used
+        counts = metrics.kind(kind)
+        link_law = self.link_law
+        corrupt = self._maybe_corrupt if self.adversary is not None and kind in self._corruptors else None
+        tracer = self.tracer
+        rng = self.rng
+        # without per-link overrides every agent-agent link has the default law
+        default = (self._delay, self._loss) if not self._overrides and src < self.num_agents else None
+        pending = self._pending
+        sent = 0
         for dst in dsts:
-            self.send(src, dst, kind, payload, size=size)
+            if dst not in adjacent:
+                raise ProtocolError(f"node {src} sent {kind!r} to {dst}, which is not a neighbour")
+            link_used(src, dst, now)
+            counts.sent += 1
+            counts.records += size
+            sent += 1
+            delay_law, loss = default if default is not None and dst < self.num_agents else link_law(src, dst)
+            if loss > 0.0 and rng.random() < loss:
+                counts.dropped += 1
+                if tracer:
+                    tracer("drop", Message(kind, src, dst, payload, now, now, size))
+                continue
+            delay = delay_law.args["value"] if delay_law.is_constant else float(delay_law.sample(rng))
+            out = payload if corrupt is None else corrupt(src, kind, payload, counts)
+            message = Message(kind, src, dst, out, now, now + delay, size)
+            batch = pending.get(now + delay)
+            if batch is None or tracer:
+                self._enqueue(message, delay)
+            else:
+                batch.append(message)
+        metrics.node_sent[src] += sent
 
     def broadcast(self, src: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send ``payload`` from ``src`` to every neighbour."""
