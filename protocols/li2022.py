@@ -58,6 +58,7 @@ from netsim.protocol import Protocol
 from netsim.registry import register_protocol
 from protocols.li2022_comm import Flood, SinkTree, Uploads, sink_agents
 from protocols.li2022_rounds import EpochPlan, EpochSchedule, PrivateMeans, eliminate
+from protocols.privacy.mechanisms import LaplaceMechanism
 
 # The k-th slot boundary of a communication round is taken at k * slot * (1 + TIE) after its start:
 # an exchange lasting exactly one slot (three stages of slot/3, summed in floating point) then
@@ -172,10 +173,14 @@ class _Elimination(Protocol):
             self.sim.call_at(end, lambda: self._end_exploration(plan, sums))
 
     def _end_exploration(self, plan: EpochPlan, sums: np.ndarray) -> None:
+        # line 9: a mean of `pulls` rewards in [0, 1] has sensitivity 1/pulls; (N eps)-DP Laplace noise
+        # has scale 1 / (N eps [S(r) - S(r-1)]) (Theorem 1's proof). One privacy stream per agent.
+        mechanism = LaplaceMechanism(epsilon=self.participants() * self.params["epsilon"], sensitivity=1.0 / plan.pulls)
+        assert math.isclose(mechanism.scale, plan.noise_scale)
         noise = np.zeros((self.num_agents, self.num_arms))
-        if plan.noise_scale > 0:
-            for i, rng in enumerate(self.privacy_rngs):  # line 9, one stream per agent
-                noise[i] = rng.laplace(0.0, plan.noise_scale, self.num_arms)
+        if mechanism.scale > 0:
+            for i, rng in enumerate(self.privacy_rngs):
+                noise[i] = mechanism.randomise(np.zeros(self.num_arms), rng)
         self.state.update(sums, self.active, plan, noise)  # lines 8-10
         self.plan = plan
         self.round_start = self.sim.now
