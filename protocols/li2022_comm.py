@@ -1,4 +1,5 @@
-"""Communication pieces of li2022: the GIS flood (Alg. 2), sink agents (Alg. 4) and uploads.
+"""Communication pieces of li2022: the GIS flood (Alg. 2), sink agents (Alg. 4), SAC along a
+shortest-path tree, and uploads to the server.
 
 Everything here moves real messages through the engine; the bandit logic lives in
 :mod:`protocols.li2022_rounds` and the algorithms in :mod:`protocols.li2022`.
