@@ -54,11 +54,11 @@ import numpy as np
 
 from netsim import params as P
 from netsim.errors import InputError, ProtocolError
-from netsim.network import Message
 from netsim.protocol import Protocol
 from netsim.registry import register_protocol
-from protocols.li2022_comm import Flood, Uploads, sink_agents
+from protocols.li2022_comm import Flood, SinkTree, Uploads, sink_agents
 from protocols.li2022_rounds import EpochPlan, EpochSchedule, PrivateMeans, eliminate
+from protocols.privacy.mechanisms import LaplaceMechanism
 
 # The k-th slot boundary of a communication round is taken at k * slot * (1 + TIE) after its start:
 # an exchange lasting exactly one slot (three stages of slot/3, summed in floating point) then
@@ -173,10 +173,14 @@ class _Elimination(Protocol):
             self.sim.call_at(end, lambda: self._end_exploration(plan, sums))
 
     def _end_exploration(self, plan: EpochPlan, sums: np.ndarray) -> None:
+        # line 9: a mean of `pulls` rewards in [0, 1] has sensitivity 1/pulls; (N eps)-DP Laplace noise
+        # has scale 1 / (N eps [S(r) - S(r-1)]) (Theorem 1's proof). One privacy stream per agent.
+        mechanism = LaplaceMechanism(epsilon=self.participants() * self.params["epsilon"], sensitivity=1.0 / plan.pulls)
+        assert math.isclose(mechanism.scale, plan.noise_scale)
         noise = np.zeros((self.num_agents, self.num_arms))
-        if plan.noise_scale > 0:
-            for i, rng in enumerate(self.privacy_rngs):  # line 9, one stream per agent
-                noise[i] = rng.laplace(0.0, plan.noise_scale, self.num_arms)
+        if mechanism.scale > 0:
+            for i, rng in enumerate(self.privacy_rngs):
+                noise[i] = mechanism.randomise(np.zeros(self.num_arms), rng)
         self.state.update(sums, self.active, plan, noise)  # lines 8-10
         self.plan = plan
         self.round_start = self.sim.now
@@ -329,54 +333,38 @@ class HDPMAB(_Elimination):
         net = self.sim.network
         self.server = self.sim.num_agents
         self.components = [list(c) for c in net.components]
-        self.sinks, self.sink_delays, self.sink_delay = sink_agents(net.agent_graph, self.components)
+        self.sinks, self.sink_delays, self.sink_delay = sink_agents(net.agent_graph, self.components)  # Alg. 4
         self.uploads = Uploads(net, "hdp", reliable=self.reliable, timeout=self.timeout, on_complete=self._collected)
-        self._component_of = np.zeros(self.sim.num_agents, dtype=np.int64)
-        for q, members in enumerate(self.components):
-            self._component_of[members] = q
         if self.params["sac_routing"] == "flood":
-            self.flood = Flood(net, "sac", reliable=self.reliable, timeout=self.timeout, on_group=self._sink_ready)
+            self.sac = Flood(net, "sac", reliable=self.reliable, timeout=self.timeout, on_group=self._sink_ready)
         else:
-            self._parent = self._tree_parents(net.agent_graph)
-            net.subscribe("sac-hop", self._on_hop)
-            net.subscribe("sac-ack", self._on_hop_ack)
-        self._sac_tag = 0
+            self.sac = SinkTree(net, "sac", graph=net.agent_graph, groups=self.components, sinks=self.sinks,
+                                reliable=self.reliable, timeout=self.timeout, on_group=self._sink_ready)
 
-    # ---------------------------------------------------------------- round
     def communicate(self) -> None:
         self.uploads.begin(self.sinks, self.server)
         self._collected_at_sink = [False] * len(self.components)
         records = self.state.private.copy()
-        if self.params["sac_routing"] == "flood":
-            self.flood.begin(records, self.components, self.sinks)
+        if isinstance(self.sac, Flood):
+            self.sac.begin(records, self.components, self.sinks)
         else:
-            self._sac_tag += 1
-            self._held = {s: {s: records[s]} for s in self.sinks}
-            self._outbox = {i: {i: records[i]} for i in range(self.num_agents) if i not in self._held}
-            self._forwarded: dict[int, set[int]] = {}
-            self._unacked: dict[int, dict] = {}
-            for q, members in enumerate(self.components):
-                if len(members) == 1:
-                    self._sink_ready(q)
+            self.sac.begin(records)
 
     def comm_tick(self, now: float) -> None:
-        if self.params["sac_routing"] == "flood":
-            self.flood.tick(now)
-        else:
-            self._tree_tick(now)
+        self.sac.tick(now)
         self.uploads.tick(now)
 
     def _sink_ready(self, q: int) -> None:
-        """Line 9-10: the sink of component q averages its M_q records and uploads them."""
+        """Lines 9-10: the sink of component q averages its M_q records and uploads the mean."""
         if self._collected_at_sink[q]:
             return
         self._collected_at_sink[q] = True
         sink, members = self.sinks[q], self.components[q]
-        if self.params["sac_routing"] == "flood":
-            local = self.flood.received[sink, members].mean(axis=0)
+        if isinstance(self.sac, Flood):
+            records = self.sac.received[sink, members]
         else:
-            local = np.mean([self._held[sink][j] for j in members], axis=0)
-        self.uploads.send(sink, local)
+            records = self.sac.records_at_sink(q)
+        self.uploads.send(sink, records.mean(axis=0))
 
     def _collected(self, records: dict[int, np.ndarray]) -> None:
         sizes = np.array([len(c) for c in self.components], dtype=float)
@@ -386,67 +374,6 @@ class HDPMAB(_Elimination):
         else:
             aggregate = (sizes[:, None] * stacked).sum(axis=0) / sizes.sum()
         self.finish_round(aggregate)
-
-    # ---------------------------------------------------------------- SAC along a tree
-    def _tree_parents(self, graph) -> np.ndarray:
-        import networkx as nx
-
-        parent = np.full(self.num_agents, -1)
-        for sink, members in zip(self.sinks, self.components):
-            if len(members) > 1:
-                for child, par in nx.bfs_predecessors(graph.subgraph(members), sink):
-                    parent[child] = par
-        return parent
-
-    def _tree_tick(self, now: float) -> None:
-        outbox, self._outbox = self._outbox, {}
-        for node in sorted(outbox):
-            batch = outbox[node]
-            keys = tuple(sorted(batch))
-            self.sim.network.send(node, int(self._parent[node]), "sac-hop",
-                                  (self._sac_tag, keys, np.array([batch[k] for k in keys])), size=len(keys))
-            if self.reliable:
-                self._unacked.setdefault(node, {}).update({k: [batch[k], now] for k in keys})
-        if self.reliable:
-            for node, pending in self._unacked.items():
-                late = {k: v for k, v in pending.items() if now - v[1] >= self.timeout}
-                if late:
-                    keys = tuple(sorted(late))
-                    self.sim.network.send(node, int(self._parent[node]), "sac-hop",
-                                          (self._sac_tag, keys, np.array([late[k][0] for k in keys])), size=len(keys))
-                    for k in keys:
-                        pending[k][1] = now
-
-    def _on_hop(self, message: Message) -> None:
-        tag, keys, values = message.payload
-        if tag != self._sac_tag:
-            return
-        node = message.dst
-        if self.reliable:
-            self.sim.network.send(node, message.src, "sac-ack", (tag, keys))
-        if node in self._held:
-            held = self._held[node]
-            for k, v in zip(keys, values):
-                held.setdefault(k, v)
-            q = self._component_of[node]
-            if len(held) == len(self.components[q]):
-                self._sink_ready(q)
-        else:  # relay: forward at the next slot boundary, each record once
-            forwarded = self._forwarded.setdefault(node, set())
-            box = self._outbox.setdefault(node, {})
-            for k, v in zip(keys, values):
-                if k not in forwarded:
-                    forwarded.add(k)
-                    box[k] = v
-
-    def _on_hop_ack(self, message: Message) -> None:
-        tag, keys = message.payload
-        if tag != self._sac_tag:
-            return
-        pending = self._unacked.get(message.dst)
-        if pending:
-            for k in keys:
-                pending.pop(k, None)
 
     def results(self) -> dict[str, float]:
         out = super().results()

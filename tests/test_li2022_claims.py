@@ -119,3 +119,18 @@ def test_fig11_with_tree_routing_follows_theorem4_instead():
         row = simulate(sc)[1]
         cost[case] = row["comm_cost"] / row["rounds_completed"]
     assert cost == {1: 345.0, 2: 345.0, 3: 149.0}
+
+
+@pytest.mark.parametrize("protocol,extra", [("cdp-mab", {}), ("ddp-mab", {"topology": "ring"}),
+                                            ("hdp-mab", {"topology": "ring", "network": {"components": 2}})])
+def test_best_arm_is_never_eliminated(protocol, extra):
+    """Theorem 1, step 2.1: on the event E_R (probability >= 1 - 1/T) the best arm survives every round.
+
+    Ten seeded trials of a 10-arm instance, eps = 0.5; with T = 2e4 a failure has probability below 1e-3.
+    """
+    for trial in range(10):
+        sc = scenario(protocol, agents=8, bandit=SMALL, horizon=2e4, epsilon=0.5, seed=11 + trial, **extra)
+        sim, row = simulate(sc)
+        best = sim.bandit.best_arm
+        assert row["rounds_completed"] >= 1
+        assert all(active[best] for _, active, _ in sim.protocol.history)
