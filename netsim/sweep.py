@@ -192,10 +192,14 @@ def point_key(assignments: Mapping[str, Any]) -> tuple[int, int]:
 
 def unit_id(scenario: S.Scenario, assignments: Mapping[str, Any], trial: int) -> str:
     """Identity of a stored unit: hash of the resolved scenario (``run.trials`` aside), point and trial."""
+    return _unit_ids(scenario, assignments, [trial])[0]
+
+
+def _unit_ids(scenario: S.Scenario, assignments: Mapping[str, Any], trials: Sequence[int]) -> list[str]:
     resolved = scenario.as_dict()
     resolved["run"] = {k: v for k, v in resolved["run"].items() if k != "trials"}
-    text = _canonical({"scenario": resolved, "point": sorted(assignments.items()), "trial": int(trial)})
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    prefix = _canonical({"scenario": resolved, "point": sorted(assignments.items())})[:-1]
+    return [hashlib.sha256(f'{prefix},"trial":{int(t)}}}'.encode()).hexdigest()[:32] for t in trials]
 
 
 def _resolved_value(scenario: S.Scenario, key: str, raw: Any) -> Any:
@@ -250,8 +254,8 @@ class Plan:
 
     def units(self) -> list[PlannedUnit]:
         """Every (point, trial) unit, point-major."""
-        return [PlannedUnit(unit_id(p.scenario, p.assignments, t), p, t)
-                for p in self.points for t in range(self.trials)]
+        return [PlannedUnit(uid, p, t) for p in self.points
+                for t, uid in enumerate(_unit_ids(p.scenario, p.assignments, range(self.trials)))]
 
     def describe(self) -> dict[str, Any]:
         return {"scenario": self.scenario, "overrides": list(self.overrides),

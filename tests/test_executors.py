@@ -130,21 +130,22 @@ def test_unreachable_scheduler_is_one_line_exit_2_and_keeps_units(tmp_path, caps
 
 
 def test_run_and_sweep_on_a_local_dask_cluster(tmp_path):
+    """One LocalCluster of two workers serves a run and a sweep; both match serial byte for byte."""
     pytest.importorskip("distributed")
-    assert cli("run", "quickstart", "--trials", 3, *SMALL, "--out", tmp_path / "run-serial", "--no-plots",
-               "--quiet") == 0
-    assert cli("run", "quickstart", "--trials", 3, *SMALL, "--executor", "dask", "--jobs", "2",
-               "--out", tmp_path / "run-dask", "--no-plots", "--quiet") == 0
-    for table in RUN_TABLES:
-        assert (tmp_path / "run-serial" / table).read_bytes() == (tmp_path / "run-dask" / table).read_bytes()
-    assert sweep(tmp_path / "serial") == 0
-    # The same executor object serves the whole sweep; a LocalCluster of two workers.
-    with runner.make_executor("dask", jobs=2) as pool:
-        from netsim import sweep as W
+    from netsim import results as R
+    from netsim import sweep as W
 
-        plan = W.plan("quickstart", GRID[1::2], overrides=SMALL[1::2], trials=2)
+    scenario = runner.with_run_options(S.load("quickstart", SMALL[1::2]), trials=3)
+    serial_run = runner.run_scenario(scenario)
+    assert sweep(tmp_path / "serial") == 0
+    plan = W.plan("quickstart", GRID[1::2], overrides=SMALL[1::2], trials=2)
+    with runner.make_executor("dask", jobs=2) as pool:
+        assert pool.name == "dask" and pool.cluster is not None
+        dask_run = runner.run_scenario(scenario, executor=pool)
         outcome = W.run(plan, tmp_path / "dask", executor=pool, progress=False)
-        W.write_tables(tmp_path / "dask", W.tables(plan, outcome.results))
+    for build in (R.trials_table, R.agents_table, R.series_table):
+        assert build(serial_run).to_csv(index=False) == build(dask_run).to_csv(index=False)
+    W.write_tables(tmp_path / "dask", W.tables(plan, outcome.results))
     for table in TABLES:
         assert sorted_bytes(tmp_path / "serial" / table) == sorted_bytes(tmp_path / "dask" / table)
 
