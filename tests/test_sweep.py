@@ -217,6 +217,11 @@ def test_sweep_writes_combined_tables_and_figures(tmp_path, capsys):
     stdout = capsys.readouterr().out
     assert "regret_by_network.agents.png" in stdout and "regret_by_network.topology.png" in stdout
     assert (out / "regret_by_network.agents.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for png in out.glob("*.png"):
+        png.unlink()
+    assert main(["plot", str(out)]) == 0  # redrawn from meta.json and sweep_timeseries.csv
+    assert sorted(p.name for p in out.glob("*.png")) == ["regret_by_network.agents.png",
+                                                          "regret_by_network.topology.png"]
     frame = pd.read_csv(out / "sweep.csv")
     assert list(frame.columns[:4]) == ["network.agents", "network.topology", "point", "scenario"]
     assert list(zip(frame["network.agents"], frame["network.topology"], frame["point"], frame["trial"])) == [
