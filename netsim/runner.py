@@ -260,15 +260,15 @@ class DaskExecutor(Executor):
                     result = future.result()
                 except (CancelledError, OSError, TimeoutError) as exc:
                     where = f"--scheduler {self.scheduler}" if self.scheduler else "--executor dask"
-                    raise InputError(f"{where}: lost the dask cluster ({type(exc).__name__}: "
-                                     f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}); accepted: a "
-                                     "cluster that stays up (finished units are kept: rerun to continue)") from None
+                    raise InputError(f"{where}: lost the dask cluster ({_first_line(exc)}); accepted: a cluster "
+                                     "that stays up (finished units are kept: rerun to continue)") from None
                 yield index_of[future.key], result
                 future.release()
         finally:
             pending = [f for f in futures if not f.done()]
             if pending:
-                self.client.cancel(pending)
+                with contextlib.suppress(Exception):  # the cluster may be gone already
+                    self.client.cancel(pending)
 
     def close(self) -> None:
         client, self.client = getattr(self, "client", None), None

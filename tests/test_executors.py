@@ -150,6 +150,24 @@ def test_run_and_sweep_on_a_local_dask_cluster(tmp_path):
         assert sorted_bytes(tmp_path / "serial" / table) == sorted_bytes(tmp_path / "dask" / table)
 
 
+def test_losing_the_cluster_mid_sweep_is_an_input_error_and_keeps_units(tmp_path):
+    pytest.importorskip("distributed")
+    from netsim import sweep as W
+
+    plan = W.plan("quickstart", GRID[1::2], overrides=["run.horizon=1500", "run.checkpoints=3"], trials=2)
+    stored = []
+    with runner.make_executor("dask", jobs=1) as pool:
+        def lose_cluster_after_two(unit):
+            stored.append(unit.id)
+            if len(stored) == 2:
+                pool.cluster.close()
+
+        with pytest.raises(InputError, match=r"^--executor dask: lost the dask cluster .*finished units are kept"):
+            W.run(plan, tmp_path, executor=pool, progress=False, on_stored=lose_cluster_after_two)
+    store = W.UnitStore(tmp_path / "units")
+    assert store.ids() == set(stored) and all(store.get(uid) for uid in stored)
+
+
 class DaskProcesses:
     """``python -m dask ...`` subprocesses started from the checkout's root, each in its own session."""
 
