@@ -176,7 +176,7 @@ def _dask():
         import distributed
     except ImportError:
         raise InputError("--executor dask needs dask.distributed; accepted: install it with "
-                         "pip install 'netsim[dask]' (or pip install 'dask[distributed]')") from None
+                         "pip install 'dask[distributed]' (netsim's 'dask' extra)") from None
     return distributed
 
 
@@ -225,8 +225,8 @@ class DaskExecutor(Executor):
         of a local run.
         """
         where = f"--scheduler {self.scheduler}"
-        accepted = ("accepted: a scheduler and workers that import this netsim (install it on every machine "
-                    "of the cluster, with pip install 'netsim[dask]')")
+        accepted = ("accepted: a scheduler and workers that import this netsim (install the same netsim, with "
+                    "its 'dask' extra, on every machine of the cluster)")
         local = code_fingerprint()
         try:
             remote = {"scheduler": self.client.run_on_scheduler(code_fingerprint)}

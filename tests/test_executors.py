@@ -83,7 +83,7 @@ def test_dask_missing_is_a_clear_input_error(monkeypatch, capsys):
     assert cli("run", "quickstart", *SMALL, "--executor", "dask", "--no-plots") == 2
     err = capsys.readouterr().err
     assert err.startswith("netsim: error: --executor dask needs dask.distributed") and err.count("\n") == 1
-    assert "pip install 'netsim[dask]'" in err
+    assert "pip install 'dask[distributed]'" in err
 
 
 def test_units_survive_pickling():
