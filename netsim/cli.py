@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     plot = sub.add_parser("plot", help="(re)draw the figures of a results folder",
                           description="Redraw regret.png (and communication.png) from a results folder.")
-    plot.add_argument("folder", type=Path, help="a folder written by 'netsim run'")
+    plot.add_argument("folder", type=Path, help="a folder written by 'netsim run' or 'netsim sweep'")
     return parser
 
 
@@ -232,6 +232,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     if not args.folder.is_dir():
         raise InputError(f"results folder {str(args.folder)!r} not found")
+    if (args.folder / "sweep_timeseries.csv").is_file():
+        from netsim import sweep as W
+
+        print("wrote " + ", ".join(str(p) for p in W.plot_folder(args.folder)))
+        return 0
     try:
         written = plot_folder(args.folder)
     except FileNotFoundError as exc:

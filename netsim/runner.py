@@ -160,7 +160,7 @@ def _dask():
         import distributed
     except ImportError:
         raise InputError("--executor dask needs dask.distributed; accepted: install it with "
-                         "pip install 'netsim[dask]' (or pip install 'dask[distributed]')") from None
+                         "pip install 'dask[distributed]' (netsim's 'dask' extra)") from None
     return distributed
 
 
@@ -195,6 +195,41 @@ class DaskExecutor(Executor):
             raise InputError(f"--scheduler {scheduler}: cannot reach a dask scheduler within {timeout:g} s "
                              f"({detail}); accepted: the address of a running scheduler, e.g. "
                              "tcp://HOST:8786") from None
+        try:
+            self._check_cluster(timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_cluster(self, timeout: float) -> None:
+        """Fail early, in one line, unless the scheduler and every worker run this very netsim.
+
+        The scheduler unpickles the tasks and the workers run them: both must import the same
+        netsim and protocol code (compared by a hash of their source) for results to be those
+        of a local run.
+        """
+        where = f"--scheduler {self.scheduler}"
+        accepted = ("accepted: a scheduler and workers that import this netsim (install the same netsim, with "
+                    "its 'dask' extra, on every machine of the cluster)")
+        local = code_fingerprint()
+        try:
+            remote = {"scheduler": self.client.run_on_scheduler(code_fingerprint)}
+        except Exception as exc:  # noqa: BLE001 (any failure to run our code there)
+            raise InputError(f"{where}: the scheduler cannot run netsim ({_first_line(exc)}); {accepted}") from None
+        try:
+            self.client.wait_for_workers(1, timeout=timeout)
+        except TimeoutError:
+            raise InputError(f"{where}: no dask worker joined within {timeout:g} s; accepted: a scheduler with "
+                             "workers (start them with: dask worker ADDR)") from None
+        try:
+            remote.update(self.client.run(code_fingerprint))
+        except Exception as exc:  # noqa: BLE001
+            raise InputError(f"{where}: a worker cannot run netsim ({_first_line(exc)}); {accepted}") from None
+        for name, found in remote.items():
+            if found != local:
+                raise InputError(f"{where}: {name} runs netsim {found['netsim']} with code {found['code'][:12]}, "
+                                 f"here it is {local['netsim']} with code {local['code'][:12]}; "
+                                 f"accepted: the same netsim on every machine")
 
     def results(self, fn, items):
         distributed = _dask()
@@ -209,15 +244,15 @@ class DaskExecutor(Executor):
                     result = future.result()
                 except (CancelledError, OSError, TimeoutError) as exc:
                     where = f"--scheduler {self.scheduler}" if self.scheduler else "--executor dask"
-                    raise InputError(f"{where}: lost the dask cluster ({type(exc).__name__}: "
-                                     f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}); accepted: a "
-                                     "cluster that stays up (finished units are kept: rerun to continue)") from None
+                    raise InputError(f"{where}: lost the dask cluster ({_first_line(exc)}); accepted: a cluster "
+                                     "that stays up (finished units are kept: rerun to continue)") from None
                 yield index_of[future.key], result
                 future.release()
         finally:
             pending = [f for f in futures if not f.done()]
             if pending:
-                self.client.cancel(pending)
+                with contextlib.suppress(Exception):  # the cluster may be gone already
+                    self.client.cancel(pending)
 
     def close(self) -> None:
         client, self.client = getattr(self, "client", None), None
@@ -226,6 +261,39 @@ class DaskExecutor(Executor):
         cluster, self.cluster = self.cluster, None
         if cluster is not None:
             cluster.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def code_fingerprint() -> dict[str, str]:
+    """netsim's version and a SHA-256 over the source of netsim and the protocol plug-ins.
+
+    Two processes with the same fingerprint run the same simulation code.
+    """
+    import hashlib
+    import importlib
+    from importlib.metadata import entry_points
+    from pathlib import Path
+
+    from netsim import __version__
+    from netsim.registry import ENTRY_POINT_GROUP
+
+    digest = hashlib.sha256()
+    packages = ["netsim", *sorted({ep.value.split(":")[0].split(".")[0] for ep in entry_points(group=ENTRY_POINT_GROUP)})]
+    for package in packages:
+        module = importlib.import_module(package)
+        if getattr(module, "__file__", None) is None:  # a namespace package: name only
+            digest.update(f"{package}\0".encode())
+            continue
+        root = Path(module.__file__).parent
+        for path in sorted(root.rglob("*.py")):
+            digest.update(f"{package}/{path.relative_to(root).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+            digest.update(b"\0")
+    return {"netsim": __version__, "code": digest.hexdigest()}
 
 
 def make_executor(name: str | None = None, *, jobs: int = 1, scheduler: str | None = None,

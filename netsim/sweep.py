@@ -192,10 +192,14 @@ def point_key(assignments: Mapping[str, Any]) -> tuple[int, int]:
 
 def unit_id(scenario: S.Scenario, assignments: Mapping[str, Any], trial: int) -> str:
     """Identity of a stored unit: hash of the resolved scenario (``run.trials`` aside), point and trial."""
+    return _unit_ids(scenario, assignments, [trial])[0]
+
+
+def _unit_ids(scenario: S.Scenario, assignments: Mapping[str, Any], trials: Sequence[int]) -> list[str]:
     resolved = scenario.as_dict()
     resolved["run"] = {k: v for k, v in resolved["run"].items() if k != "trials"}
-    text = _canonical({"scenario": resolved, "point": sorted(assignments.items()), "trial": int(trial)})
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    prefix = _canonical({"scenario": resolved, "point": sorted(assignments.items())})[:-1]
+    return [hashlib.sha256(f'{prefix},"trial":{int(t)}}}'.encode()).hexdigest()[:32] for t in trials]
 
 
 def _resolved_value(scenario: S.Scenario, key: str, raw: Any) -> Any:
@@ -250,8 +254,8 @@ class Plan:
 
     def units(self) -> list[PlannedUnit]:
         """Every (point, trial) unit, point-major."""
-        return [PlannedUnit(unit_id(p.scenario, p.assignments, t), p, t)
-                for p in self.points for t in range(self.trials)]
+        return [PlannedUnit(uid, p, t) for p in self.points
+                for t, uid in enumerate(_unit_ids(p.scenario, p.assignments, range(self.trials)))]
 
     def describe(self) -> dict[str, Any]:
         return {"scenario": self.scenario, "overrides": list(self.overrides),
@@ -508,6 +512,8 @@ def summary(plan_: Plan, frame: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------- figures
 def _label(value: Any) -> str:
+    if isinstance(value, np.generic):  # a cell read back by pandas
+        value = value.item()
     return value if isinstance(value, str) else toml_value(value)
 
 
@@ -516,9 +522,27 @@ def _safe(key: str) -> str:
 
 
 def plot(out: Path, plan_: Plan, series: pd.DataFrame, title: str | None = None) -> list[Path]:
-    """One faceted figure per grid key: group regret over time, one line per value of that key
-    (mean over trials, band min-max), one panel per value of the next one or two keys.
+    """The figures of a sweep just run (see :func:`draw`)."""
+    points = [dict(p.assignments) for p in plan_.points]
+    return draw(out, plan_.keys, points, series, title or plan_.scenario)
 
+
+def plot_folder(folder: Path) -> list[Path]:
+    """Redraw the figures of a folder written by ``netsim sweep`` (its meta.json and sweep_timeseries)."""
+    meta = json.loads((folder / "meta.json").read_text())
+    keys = list(meta["sweep"]["grid"])
+    points = [{key: point[key] for key in keys} for point in meta["points"]]
+    series = pd.read_csv(folder / "sweep_timeseries.csv")
+    return draw(folder, keys, points, series, meta["sweep"]["scenario"])
+
+
+def draw(out: Path, keys: Sequence[str], points: Sequence[Mapping[str, Any]], series: pd.DataFrame,
+         title: str) -> list[Path]:
+    """One faceted figure per grid key: group regret over time, one line per value of that key
+    (mean over trials, band min-max), one panel per value of the next key and one row per value
+    of the key after that (keys with one value are not faceted; later keys are pooled).
+
+    ``points`` gives each point's ``key → value`` in grid order (it orders legends and panels).
     Written as ``regret_by_<key>.png``; with a communication cost, ``communication_by_<key>.png`` too.
     """
     import io
@@ -528,12 +552,11 @@ def plot(out: Path, plan_: Plan, series: pd.DataFrame, title: str | None = None)
 
     import netsim.plots  # noqa: F401  (selects the Agg backend)
 
-    keys = plan_.keys
     frame = series.copy()
     labels = {}
     for key in keys:
         frame[key] = [_label(v) for v in frame[key]]
-        labels[key] = list(dict.fromkeys(_label(_cell(p.assignments[key])) for p in plan_.points))
+        labels[key] = list(dict.fromkeys(_label(_cell(p[key])) for p in points))
     written = []
     measures = [("group_regret", "group pseudo-regret", "regret")]
     if frame["comm_cost"].max() > 0:
@@ -554,7 +577,7 @@ def plot(out: Path, plan_: Plan, series: pd.DataFrame, title: str | None = None)
                                **facet)
             grid.set_axis_labels("time (slots)", ylabel)
             figure = grid.figure
-            figure.suptitle(f"{title or plan_.scenario}: by {key} (band: min-max over trials)", fontsize=10)
+            figure.suptitle(f"{title}: by {key} (band: min-max over trials)", fontsize=10)
             figure.subplots_adjust(top=1 - 0.8 / figure.get_figheight())
             buffer = io.BytesIO()
             grid.figure.savefig(buffer, format="png", dpi=100)

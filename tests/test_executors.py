@@ -83,7 +83,7 @@ def test_dask_missing_is_a_clear_input_error(monkeypatch, capsys):
     assert cli("run", "quickstart", *SMALL, "--executor", "dask", "--no-plots") == 2
     err = capsys.readouterr().err
     assert err.startswith("netsim: error: --executor dask needs dask.distributed") and err.count("\n") == 1
-    assert "pip install 'netsim[dask]'" in err
+    assert "pip install 'dask[distributed]'" in err
 
 
 def test_units_survive_pickling():
@@ -130,78 +130,69 @@ def test_unreachable_scheduler_is_one_line_exit_2_and_keeps_units(tmp_path, caps
 
 
 def test_run_and_sweep_on_a_local_dask_cluster(tmp_path):
+    """One LocalCluster of two workers serves a run and a sweep; both match serial byte for byte."""
     pytest.importorskip("distributed")
-    assert cli("run", "quickstart", "--trials", 3, *SMALL, "--out", tmp_path / "run-serial", "--no-plots",
-               "--quiet") == 0
-    assert cli("run", "quickstart", "--trials", 3, *SMALL, "--executor", "dask", "--jobs", "2",
-               "--out", tmp_path / "run-dask", "--no-plots", "--quiet") == 0
-    for table in RUN_TABLES:
-        assert (tmp_path / "run-serial" / table).read_bytes() == (tmp_path / "run-dask" / table).read_bytes()
-    assert sweep(tmp_path / "serial") == 0
-    # The same executor object serves the whole sweep; a LocalCluster of two workers.
-    with runner.make_executor("dask", jobs=2) as pool:
-        from netsim import sweep as W
+    from netsim import results as R
+    from netsim import sweep as W
 
-        plan = W.plan("quickstart", GRID[1::2], overrides=SMALL[1::2], trials=2)
+    scenario = runner.with_run_options(S.load("quickstart", SMALL[1::2]), trials=3)
+    serial_run = runner.run_scenario(scenario)
+    assert sweep(tmp_path / "serial") == 0
+    plan = W.plan("quickstart", GRID[1::2], overrides=SMALL[1::2], trials=2)
+    with runner.make_executor("dask", jobs=2) as pool:
+        assert pool.name == "dask" and pool.cluster is not None
+        dask_run = runner.run_scenario(scenario, executor=pool)
         outcome = W.run(plan, tmp_path / "dask", executor=pool, progress=False)
-        W.write_tables(tmp_path / "dask", W.tables(plan, outcome.results))
+    for build in (R.trials_table, R.agents_table, R.series_table):
+        assert build(serial_run).to_csv(index=False) == build(dask_run).to_csv(index=False)
+    W.write_tables(tmp_path / "dask", W.tables(plan, outcome.results))
     for table in TABLES:
         assert sorted_bytes(tmp_path / "serial" / table) == sorted_bytes(tmp_path / "dask" / table)
 
 
-@pytest.fixture(scope="module")
-def dask_cluster(tmp_path_factory):
-    """A real cluster: ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1.
+def test_losing_the_cluster_mid_sweep_is_an_input_error_and_keeps_units(tmp_path):
+    pytest.importorskip("distributed")
+    from netsim import sweep as W
 
-    The scheduler picks a free port itself (``--port 0``) and writes its address to a scheduler
-    file. Workers start from the checkout's root with it on PYTHONPATH, so they import this
-    netsim and its protocols (an installed netsim works the same way). Every process runs in
-    its own session and is terminated (then killed) in the finalizer, whatever happened.
-    """
-    distributed = pytest.importorskip("distributed")
-    folder = tmp_path_factory.mktemp("dask-cluster")
-    scheduler_file = folder / "scheduler.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    env.pop("NETSIM_NO_PROGRESS", None)
-    procs: list[tuple[subprocess.Popen, Path]] = []
+    plan = W.plan("quickstart", GRID[1::2], overrides=["run.horizon=1500", "run.checkpoints=3"], trials=2)
+    stored = []
+    with runner.make_executor("dask", jobs=1) as pool:
+        def lose_cluster_after_two(unit):
+            stored.append(unit.id)
+            if len(stored) == 2:
+                pool.cluster.close()
 
-    def start(name: str, *args: str) -> subprocess.Popen:
-        log = folder / f"{name}.log"
+        with pytest.raises(InputError, match=r"^--executor dask: lost the dask cluster .*finished units are kept"):
+            W.run(plan, tmp_path, executor=pool, progress=False, on_stored=lose_cluster_after_two)
+    store = W.UnitStore(tmp_path / "units")
+    assert store.ids() == set(stored) and all(store.get(uid) for uid in stored)
+
+
+class DaskProcesses:
+    """``python -m dask ...`` subprocesses started from the checkout's root, each in its own session."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.procs: list[tuple[subprocess.Popen, Path]] = []
+        # Workers (and the scheduler, which unpickles tasks) import this netsim and its protocols;
+        # an installed netsim works the same way.
+        self.env = {**os.environ,
+                    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+    def start(self, name: str, *args: str) -> subprocess.Popen:
+        log = self.folder / f"{name}.log"
         with open(log, "wb") as handle:
-            proc = subprocess.Popen([sys.executable, "-m", "dask", *args], cwd=ROOT, env=env, stdout=handle,
+            proc = subprocess.Popen([sys.executable, "-m", "dask", *args], cwd=ROOT, env=self.env, stdout=handle,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        procs.append((proc, log))
+        self.procs.append((proc, log))
         return proc
 
-    def logs() -> str:
-        return "\n".join(f"--- {log.name}\n{log.read_text()[-2000:]}" for _, log in procs if log.exists())
+    def logs(self) -> str:
+        return "\n".join(f"--- {log.name}\n{log.read_text()[-2000:]}" for _, log in self.procs if log.exists())
 
-    try:
-        scheduler = start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                          "--scheduler-file", str(scheduler_file))
-        deadline = time.monotonic() + 60
-        address = None
-        while address is None:
-            if scheduler.poll() is not None:
-                pytest.fail(f"dask scheduler exited with {scheduler.returncode}\n{logs()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"dask scheduler did not start within 60 s\n{logs()}")
-            try:
-                address = json.loads(scheduler_file.read_text())["address"]
-            except (FileNotFoundError, json.JSONDecodeError, KeyError):
-                time.sleep(0.2)
-        for i in range(2):
-            start(f"worker{i}", "worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--no-nanny",
-                  "--no-dashboard", "--local-directory", str(folder / f"w{i}"))
-        with distributed.Client(address, timeout=30) as client:
-            try:
-                client.wait_for_workers(2, timeout=90)
-            except TimeoutError:
-                pytest.fail(f"dask workers did not connect within 90 s\n{logs()}")
-        yield address
-    finally:
+    def stop(self) -> None:
         # Workers first (a worker whose scheduler is gone keeps trying to reconnect), then the scheduler.
-        for proc, _ in reversed(procs):
+        for proc, _ in reversed(self.procs):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
             try:
@@ -209,6 +200,65 @@ def dask_cluster(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def dask_processes(tmp_path_factory):
+    pytest.importorskip("distributed")
+    procs = DaskProcesses(tmp_path_factory.mktemp("dask-cluster"))
+    try:
+        yield procs
+    finally:
+        procs.stop()
+
+
+@pytest.fixture(scope="module")
+def dask_scheduler(dask_processes):
+    """A real ``dask scheduler`` on 127.0.0.1; it picks a free port (``--port 0``) and writes its
+    address to a scheduler file, which is polled for at most 60 s."""
+    scheduler_file = dask_processes.folder / "scheduler.json"
+    scheduler = dask_processes.start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                     "--no-dashboard", "--scheduler-file", str(scheduler_file))
+    deadline = time.monotonic() + 60
+    while True:
+        if scheduler.poll() is not None:
+            pytest.fail(f"dask scheduler exited with {scheduler.returncode}\n{dask_processes.logs()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"dask scheduler did not start within 60 s\n{dask_processes.logs()}")
+        try:
+            return json.loads(scheduler_file.read_text())["address"]
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(dask_processes, dask_scheduler):
+    """The scheduler plus two ``dask worker`` processes (one thread each), all torn down by
+    ``dask_processes``' finalizer whatever happens."""
+    import distributed
+
+    for i in range(2):
+        dask_processes.start(f"worker{i}", "worker", dask_scheduler, "--host", "127.0.0.1", "--nthreads", "1",
+                             "--no-nanny", "--no-dashboard", "--local-directory", str(dask_processes.folder / f"w{i}"))
+    with distributed.Client(dask_scheduler, timeout=30) as client:
+        try:
+            client.wait_for_workers(2, timeout=90)
+        except TimeoutError:
+            pytest.fail(f"dask workers did not connect within 90 s\n{dask_processes.logs()}")
+    return dask_scheduler
+
+
+def test_scheduler_without_workers_is_one_line_exit_2(tmp_path, dask_scheduler, capsys):
+    import distributed
+
+    with distributed.Client(dask_scheduler, timeout=30) as client:
+        if client.scheduler_info()["workers"]:
+            pytest.skip("workers already started (tests run out of order)")
+    code = sweep(tmp_path / "s", "--scheduler", dask_scheduler, "--scheduler-timeout", "1")
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"netsim: error: --scheduler {dask_scheduler}: no dask worker joined within 1 s")
+    assert err.count("\n") == 1
 
 
 def test_sweep_through_a_real_dask_cluster_matches_serial(tmp_path, dask_cluster, capsys):
