@@ -141,34 +141,6 @@ def check_protocol(spec: Mapping[str, Any] | None, protocol_cls: Any, source: st
 
 
 # ---------------------------------------------------------------------- interval schedules
-def alternating(rng: np.random.Generator, fail_rate: float, repair_rate: float, horizon: float) -> np.ndarray:
-    """Down intervals ``[[start, end], ...]`` of a two-state process started up at time 0.
-
-    Up times are exponential with rate ``fail_rate``, down times with rate ``repair_rate``
-    (0: the first failure is permanent). Only intervals starting before ``horizon`` are kept.
-    """
-    if fail_rate <= 0:
-        return np.empty((0, 2))
-    starts: list[np.ndarray] = []
-    ends: list[np.ndarray] = []
-    t = 0.0
-    chunk = int(min(1e6, max(8, 1.2 * horizon * fail_rate + 8)))
-    while t < horizon:
-        up = rng.exponential(1.0 / fail_rate, chunk)
-        down = rng.exponential(1.0 / repair_rate, chunk) if repair_rate > 0 else np.full(chunk, math.inf)
-        s = t + np.cumsum(up) + np.concatenate(([0.0], np.cumsum(down)[:-1]))
-        e = s + down
-        keep = s < horizon
-        starts.append(s[keep])
-        ends.append(e[keep])
-        if not keep.all() or repair_rate <= 0:
-            break
-        t = float(e[-1])
-    if repair_rate <= 0:
-        return np.array([[starts[0][0], math.inf]]) if len(starts[0]) else np.empty((0, 2))
-    return np.column_stack((np.concatenate(starts), np.concatenate(ends)))
-
-
 def merge(intervals: Sequence[Sequence[float]]) -> tuple[list[float], list[float]]:
     """Sorted, disjoint ``(starts, ends)`` covering the union of ``[start, end)`` intervals."""
     starts: list[float] = []
@@ -189,19 +161,62 @@ def inside(schedule: tuple[list[float], list[float]], t: float) -> bool:
     return i >= 0 and t < ends[i]
 
 
+class Alternating:
+    """A two-state (up/down) process started up at time 0, drawn lazily as time advances.
+
+    Up times are exponential with rate ``fail_rate``, down times with rate ``repair_rate``
+    (0: the first failure lasts for ever). :meth:`down_at` must be asked at non-decreasing
+    times (simulated time never goes back); the process is drawn only as far as asked, so a
+    huge horizon costs nothing, and it has its own generator, so the answers do not depend on
+    which other links were asked about.
+    """
+
+    __slots__ = ("rng", "fail", "repair", "start", "end")
+
+    def __init__(self, rng: np.random.Generator, fail_rate: float, repair_rate: float):
+        self.rng = rng
+        self.fail = 1.0 / fail_rate
+        self.repair = 1.0 / repair_rate if repair_rate > 0 else math.inf
+        self.start = float(rng.exponential(self.fail))
+        self.end = self._until(self.start)
+
+    def _until(self, start: float) -> float:
+        return start + float(self.rng.exponential(self.repair)) if self.repair < math.inf else math.inf
+
+    def down_at(self, t: float) -> bool:
+        while self.end <= t:
+            self.start = self.end + float(self.rng.exponential(self.fail))
+            self.end = self._until(self.start)
+        return self.start <= t
+
+    def intervals(self, horizon: float) -> list[tuple[float, float]]:
+        """The down intervals starting before ``horizon`` (for tests; consumes the process)."""
+        out = []
+        while self.start < horizon:
+            out.append((self.start, self.end))
+            if self.end == math.inf:
+                break
+            self.down_at(self.end)
+        return out
+
+
 # ---------------------------------------------------------------------- live state of one trial
 class Faults:
     """The faults of one trial: schedules, the live up/down state and the fault counters.
 
-    Built by the simulation from the validated ``[faults]`` section; the network consults it on
+    Built with the network from the validated ``[faults]`` section; the network consults it on
     every send and delivery, the simulation pauses node clocks with it. Protocols use
     :meth:`is_up` / :attr:`up` and the :meth:`on_crash` / :meth:`on_restart` subscriptions.
+
+    Streams: link (u, v) with u < v draws its random outages from ``("faults-link", u * N + v)``
+    (N nodes), agent i its random crashes from ``("faults-node", i)``, and duplication and
+    reordering come from ``("faults", 0)``.
     """
 
     active = True
 
     def __init__(self, spec: Mapping[str, Any], *, env: simpy.Environment, edges: Sequence[tuple[int, int]],
-                 num_nodes: int, num_agents: int, horizon: float, streams: Any, extras: dict[str, float]):
+                 num_nodes: int, num_agents: int, streams: Any, extras: dict[str, float]):
         self.spec = spec
         self.env = env
         self.state: str = spec["state"]
@@ -209,33 +224,23 @@ class Faults:
         self.extras = extras
         for name in EXTRAS:
             extras[name] = 0
+        self.num_nodes = num_nodes
+        self.num_agents = num_agents
+        self.streams = streams
         self.up = np.ones(num_nodes, dtype=bool)
+        self._down_count = [0] * num_nodes
         self._crash_handlers: list[Callable[[int], None]] = []
         self._restart_handlers: list[Callable[[int, str], None]] = []
-        # links: each (u < v) pair with an outage gets its merged schedule
-        link_rng, node_rng = streams.for_("faults", 0), streams.for_("faults", 1)
-        self.message_rng: np.random.Generator = streams.for_("faults", 2)
+        self.message_rng: np.random.Generator = streams.for_("faults", 0)
         down: dict[tuple[int, int], list[Sequence[float]]] = {}
         for link in spec["links"]:
             u, v = link["u"], link["v"]
             down.setdefault((min(u, v), max(u, v)), []).append((link["start"], link["end"]))
-        if spec["link_down_rate"] > 0:
-            for u, v in sorted((min(a, b), max(a, b)) for a, b in edges):
-                found = alternating(link_rng, spec["link_down_rate"], spec["link_up_rate"], horizon)
-                if len(found):
-                    down.setdefault((u, v), []).extend(found.tolist())
-        self.links = {pair: merge(iv) for pair, iv in down.items()}
-        crashed: dict[int, list[Sequence[float]]] = {}
-        for crash in spec["crashes"]:
-            crashed.setdefault(crash["node"], []).append((crash["start"], crash["end"]))
-        if spec["crash_rate"] > 0:
-            for agent in range(num_agents):
-                found = alternating(node_rng, spec["crash_rate"], spec["restart_rate"], horizon)
-                if len(found):
-                    crashed.setdefault(agent, []).extend(found.tolist())
-        self.crashes = {node: merge(iv) for node, iv in sorted(crashed.items())}
-        self.has_crashes = bool(self.crashes)
-        self.has_link_faults = bool(self.links)
+        self.scheduled_links = {pair: merge(iv) for pair, iv in down.items()}
+        self.random_links: dict[tuple[int, int], Alternating] = {}
+        self.link_rates = (spec["link_down_rate"], spec["link_up_rate"])
+        self.has_link_faults = bool(self.scheduled_links) or spec["link_down_rate"] > 0
+        self.has_crashes = bool(spec["crashes"]) or spec["crash_rate"] > 0
         self.duplication: float = spec["duplication"]
         self.reorder: float = spec["reorder"]
         self.reorder_delay: Distribution = parse_distribution(spec["reorder_delay"], key="faults.reorder_delay",
@@ -247,10 +252,9 @@ class Faults:
         """Whether ``node`` is running now (not crashed)."""
         return bool(self.up[node])
 
-    def link_is_up(self, u: int, v: int, t: float | None = None) -> bool:
-        """Whether the link (u, v) carries messages sent at ``t`` (default: now)."""
-        schedule = self.links.get((u, v) if u < v else (v, u))
-        return schedule is None or not inside(schedule, self.env.now if t is None else t)
+    def link_is_up(self, u: int, v: int) -> bool:
+        """Whether the link (u, v) carries the messages sent now."""
+        return not self._link_down(u, v, self.env.now)
 
     def on_crash(self, handler: Callable[[int], None]) -> None:
         """Call ``handler(node)`` when ``node`` crashes (before any delivery at that instant)."""
@@ -262,42 +266,76 @@ class Faults:
 
     # ------------------------------------------------------------------ engine side
     def start(self, schedule: Callable[[float, Callable[[], None]], None], horizon: float) -> None:
-        """Schedule the crash and restart events (called by the simulation before the protocol starts)."""
-        for node, (starts, ends) in self.crashes.items():
-            for s, e in zip(starts, ends, strict=True):
-                if s < horizon:
-                    schedule(s, lambda n=node: self._crash(n))
-                if e < horizon:
-                    schedule(e, lambda n=node: self._restart(n))
+        """Schedule the crash and restart events (called by the simulation before the protocol starts).
 
-    def _crash(self, node: int) -> None:
-        self.up[node] = False
-        for handler in self._crash_handlers:
-            handler(node)
+        A node is down while at least one scheduled or random crash interval covers it; the
+        handlers fire when it goes down and when it comes back.
+        """
+        self._schedule, self._horizon = schedule, horizon
+        for crash in self.spec["crashes"]:
+            if crash["start"] < horizon:
+                schedule(crash["start"], lambda n=crash["node"]: self._down(n, +1))
+            if crash["end"] < horizon:
+                schedule(crash["end"], lambda n=crash["node"]: self._down(n, -1))
+        rate = self.spec["crash_rate"]
+        if rate > 0:
+            for agent in range(self.num_agents):
+                rng = self.streams.for_("faults-node", agent)
+                self._random_crash(agent, rng, float(rng.exponential(1.0 / rate)))
 
-    def _restart(self, node: int) -> None:
-        self.up[node] = True
-        for handler in self._restart_handlers:
-            handler(node, self.state)
+    def _random_crash(self, node: int, rng: np.random.Generator, when: float) -> None:
+        if when >= self._horizon:
+            return
+        restart = self.spec["restart_rate"]
 
-    def drop_at_send(self, src: int, dsts: Sequence[int], now: float) -> tuple[list[int], list[int], int, int]:
-        """Split ``dsts`` into kept and dropped at send time: (kept, dropped, crashed, link_down)."""
+        def crash() -> None:
+            self._down(node, +1)
+            if restart > 0:
+                back = self.env.now + float(rng.exponential(1.0 / restart))
+                if back < self._horizon:
+                    self._schedule(back, lambda: (self._down(node, -1), self._random_crash(
+                        node, rng, self.env.now + float(rng.exponential(1.0 / self.spec["crash_rate"])))))
+
+        self._schedule(when, crash)
+
+    def _down(self, node: int, step: int) -> None:
+        before = self._down_count[node]
+        self._down_count[node] = after = before + step
+        if before == 0 and after > 0:
+            self.up[node] = False
+            for handler in self._crash_handlers:
+                handler(node)
+        elif before > 0 and after == 0:
+            self.up[node] = True
+            for handler in self._restart_handlers:
+                handler(node, self.state)
+
+    def _link_down(self, u: int, v: int, now: float) -> bool:
+        pair = (u, v) if u < v else (v, u)
+        schedule = self.scheduled_links.get(pair)
+        if schedule is not None and inside(schedule, now):
+            return True
+        if self.link_rates[0] <= 0:
+            return False
+        process = self.random_links.get(pair)
+        if process is None:
+            rng = self.streams.for_("faults-link", pair[0] * self.num_nodes + pair[1])
+            process = self.random_links[pair] = Alternating(rng, *self.link_rates)
+        return process.down_at(now)
+
+    def drop_at_send(self, src: int, dsts: Sequence[int], now: float) -> tuple[list[int], list[int]]:
+        """Split ``dsts`` into (kept, dropped) at send time, counting the drops by reason."""
         if self.has_crashes and not self.up[src]:
             self.extras["dropped_crashed"] += len(dsts)
-            return [], list(dsts), len(dsts), 0
+            return [], list(dsts)
         if not self.has_link_faults:
-            return list(dsts), [], 0, 0
+            return list(dsts), []
         kept: list[int] = []
         dropped: list[int] = []
-        links = self.links
         for d in dsts:
-            schedule = links.get((src, d) if src < d else (d, src))
-            if schedule is not None and inside(schedule, now):
-                dropped.append(d)
-            else:
-                kept.append(d)
+            (dropped if self._link_down(src, d, now) else kept).append(d)
         self.extras["dropped_link_down"] += len(dropped)
-        return kept, dropped, 0, len(dropped)
+        return kept, dropped
 
     def delivered(self, message: Message) -> bool:
         """False (and counted) when the message's destination is down at its due time."""
@@ -321,7 +359,7 @@ class NoFaults:
     def is_up(self, node: int) -> bool:
         return True
 
-    def link_is_up(self, u: int, v: int, t: float | None = None) -> bool:
+    def link_is_up(self, u: int, v: int) -> bool:
         return True
 
     def on_crash(self, handler: Callable[[int], None]) -> None:

@@ -222,7 +222,7 @@ class Network:
         metrics.links_used(src, dsts, now)
         faults = self.faults
         if faults is not None:
-            dsts, dropped, _, _ = faults.drop_at_send(src, dsts, now)
+            dsts, dropped = faults.drop_at_send(src, dsts, now)
             if dropped:
                 counts.dropped += len(dropped)
                 if self.tracer:

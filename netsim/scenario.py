@@ -377,8 +377,7 @@ def build_network(scenario: Scenario, env: simpy.Environment, streams: Streams) 
                 raise InputError(f"there is no link between {link['u']} and {link['v']}; accepted: a pair of "
                                  "linked nodes", key=f"faults.links[{i}]")
         network.faults = F.Faults(scenario.faults, env=env, edges=list(graph.edges), num_nodes=graph.number_of_nodes(),
-                                  num_agents=agents, horizon=scenario.run["horizon"], streams=streams,
-                                  extras=metrics.extras)
+                                  num_agents=agents, streams=streams, extras=metrics.extras)
     return network
 
 
