@@ -47,8 +47,11 @@ Decisions where the paper is ambiguous (each pinned by a test in ``tests/test_zh
 
 * Initialisation (line 1) happens at tick 0: each agent pulls every arm once (M pulls in that
   tick, counted in regret), n = ñ = 1, theta = X̃ = X(0). The loop then runs at ticks 1, 2, ...
-* Fed_UCB feeds X(0) through the private counter too (stream position t + 1 for time t):
-  Alg. 4 line 1 would otherwise release the initial observation without noise.
+* Fed_UCB initialises with the clean X(0), exactly as Alg. 4 line 1; the private counter covers
+  the stream X(1), ..., X(T), which is the stream Def. 1 protects. X̃(t) = (X(0) + noisy sum of
+  X(1..t)) / n. (Privatising X(0) too would put Laplace noise of scale ~ log2(T)/eps on the n = 1
+  estimates while Eq. (12)'s privacy term vanishes at n = 1 (log 1 = 0): arms whose first draw
+  came out very negative would never be pulled again.)
 * ``log`` in Eq. (11)/(12) is the natural log (Hoeffding steps of Sec. 3.5); the tree's
   eps' uses base 2 (see :mod:`protocols.privacy.tree`). T in Eq. (12) is the number of
   ticks of the run.
@@ -214,8 +217,9 @@ class GossipUCB(Protocol):
         self.edges = np.array(sorted((min(u, v), max(u, v)) for u, v in graph.edges()), dtype=np.int64)
         self.rng = sim.streams.for_("protocol")
         self.best_arm = sim.bandit.best_arm
-        self.counter = BinaryTreeCounter(epsilon=self.epsilon(), horizon=self.ticks + 1, shape=(n_agents, n_arms),
+        self.counter = BinaryTreeCounter(epsilon=self.epsilon(), horizon=self.ticks, shape=(n_agents, n_arms),
                                          rng=sim.streams.for_("privacy"))
+        self.initial = np.zeros((n_agents, n_arms))   # X(0), Alg. 4 line 1
         self.n = np.zeros((n_agents, n_arms))
         self.ntilde = np.zeros((n_agents, n_arms))
         self.xbar = np.zeros((n_agents, n_arms))
@@ -264,10 +268,9 @@ class GossipUCB(Protocol):
         rewards = self.sim.bandit.pull_many(agents, arms).reshape(n_agents, n_arms)
         self.n[:] = 1.0
         self.ntilde[:] = 1.0
-        released = self.counter.release((agents.reshape(n_agents, n_arms), arms.reshape(n_agents, n_arms)), 1,
-                                        rewards)
-        self.xbar[:] = released
-        self.theta[:] = released
+        self.initial[:] = rewards
+        self.xbar[:] = rewards
+        self.theta[:] = rewards
         if self._realistic:
             self._send_ntilde()
 
@@ -287,9 +290,9 @@ class GossipUCB(Protocol):
         self.arms, self.lagging = arms, lagging
         rewards = self.sim.bandit.pull_many(self._agents, arms)                    # line 14
         n[self._agents, arms] += 1.0                                               # line 15
-        released = self.counter.release((self._agents, arms), t + 1, rewards)     # Eq. (2) / Alg. 3
+        released = self.counter.release((self._agents, arms), t, rewards)         # Alg. 3, X(1..t)
         delta = np.zeros_like(self.xbar)
-        new_mean = released / n[self._agents, arms]
+        new_mean = (self.initial[self._agents, arms] + released) / n[self._agents, arms]  # Eq. (2)
         delta[self._agents, arms] = new_mean - self.xbar[self._agents, arms]
         self.xbar[self._agents, arms] = new_mean
         if t > self.ticks // 2:

@@ -146,6 +146,26 @@ def test_fed_ucb_with_infinite_epsilon_equals_gossip_ucb_draw_for_draw():
     assert g[2]["forced_pulls"] == f[2]["forced_pulls"] and f[2]["noise_terms"] == 0
 
 
+def test_fed_ucb_initialisation_is_clean_and_later_releases_are_noised():
+    """Alg. 4 line 1: theta(0) = X~(0) = X(0) without noise; the counter covers X(1..T) (Def. 1),
+    so tick 1 draws exactly one Laplace term per agent (popcount(1) = 1, a fresh node)."""
+    seen = {}
+
+    def observer(p):
+        seen[p.t] = (p.theta.copy(), p.xbar.copy(), p.initial.copy(), p.counter.noise_terms, p.counter.sums)
+
+    sc = scenario({"name": "fed-ucb", "epsilon": 1.0}, horizon=3)
+    simulate(sc, observer=observer)
+    theta, xbar, initial, terms, _ = seen[1]
+    np.testing.assert_array_equal(theta, initial)
+    np.testing.assert_array_equal(xbar, initial)
+    assert terms == 0 and set(np.unique(initial)) <= {0.0, 1.0}  # clean Bernoulli draws
+    theta, xbar, initial, terms, sums = seen[2]
+    assert terms == 3
+    pulled = sums != 0
+    assert np.all(np.abs(xbar[pulled] - (initial[pulled] + sums[pulled]) / 2) > 0)  # noise was added
+
+
 def test_paper_mode_invariants_and_lemmas():
     """Per tick: sum_i theta = sum_i X~ (Eq. 9, gossip preserves sums); Lemma 1 for ñ; Lemma 2
     n > ñ(t+1) - 3MN; every forced pull goes to an arm of A_i; each agent pulls once."""
