@@ -309,22 +309,25 @@ def test_gossip_ucb_converges_to_global_best_where_isolated_ucb1_fails():
     """Every agent's local best arm differs from the global best for agents 0 and 1. Isolated UCB1
     keeps paying ~0.4 per tick for them; Gossip_UCB's second-half regret per agent is far below its
     first half (sublinear) and its late pulls go to the global best arm (arm 1)."""
-    horizon = 12000
+    horizon = 6000  # measured: Gossip_UCB 133 then 38 per agent; UCB1 ~1170 then ~1190 for agents 0, 1
     first_g, second_g, res_g = _split_regret(scenario({"name": "gossip-ucb"}, horizon=horizon))
     first_u, second_u, _ = _split_regret(scenario({"name": "ucb1"}, horizon=horizon))
     half = horizon / 2
     assert np.all(second_u[:2] > 0.3 * half)          # UCB1 stuck on local best arms: linear
     assert np.all(second_g < 0.5 * first_g)          # Gossip_UCB: regret growth slows down
     assert np.all(second_g < 0.1 * second_u[:2].min())
-    assert res_g.row["late_best_fraction"] > 0.95
+    assert res_g.row["late_best_fraction"] > 0.9  # measured 0.968
 
 
 def test_regret_grows_as_epsilon_falls():
-    """Fixed seeds, 3 trials each: mean regret of Fed_UCB increases as eps decreases (paper Fig. 2)."""
+    """Fixed seed, horizon 4000, global means (0.9, 0.1): Fed_UCB's regret increases as eps falls
+    (paper Fig. 2). Measured: 1452 / 1309 / 958 / 44 for eps = 1 / 2 / 5 / inf, with spread ~5 across
+    seeds 1-3; we require a 5% margin between consecutive levels."""
     bandit = {"kind": "heterogeneous", "arms": 2, "local_means": [[0.9, 0.1], [1.0, 0.0], [0.8, 0.2]],
               "noise": "bernoulli"}
-    means = {}
+    regret = {}
     for eps in (1.0, 2.0, 5.0, math.inf):
-        sc = scenario({"name": "fed-ucb", "epsilon": eps}, bandit=bandit, horizon=12000)
-        means[eps] = np.mean([run_trial(sc, trial_sequence(1, k), k).row["mean_agent_regret"] for k in range(2)])
-    assert means[1.0] > means[2.0] > means[5.0] > means[math.inf]
+        sc = scenario({"name": "fed-ucb", "epsilon": eps}, bandit=bandit, horizon=4000)
+        regret[eps] = run_trial(sc, trial_sequence(1, 0), 0).row["mean_agent_regret"]
+    assert regret[1.0] > 1.05 * regret[2.0] > 1.05 * 1.05 * regret[5.0]
+    assert regret[5.0] > 5 * regret[math.inf]
