@@ -27,11 +27,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from netsim import scenario as S  # noqa: E402
-from netsim.sim import run_trial  # noqa: E402
-from netsim.streams import trial_sequence  # noqa: E402
-from protocols import zhu2021 as Z  # noqa: E402
-from protocols.privacy.tree import BinaryTreeCounter  # noqa: E402
+from netsim import scenario as S
+from netsim.sim import run_trial
+from netsim.streams import trial_sequence
+from protocols import zhu2021 as Z
+from protocols.privacy.tree import BinaryTreeCounter
 
 
 def engine_rate(name: str, ticks: int, overrides: list[str]) -> dict:

@@ -211,7 +211,7 @@ class GossipUCB(Protocol):
         graph = sim.network.agent_graph
         self.num_agents, self.num_arms = n_agents, n_arms
         self.period = sim.clock_period
-        self.ticks = max(1, int(math.ceil(sim.horizon / self.period - 1e-9)) - 1)   # T: ticks 1..T
+        self.ticks = max(1, math.ceil(sim.horizon / self.period - 1e-9) - 1)   # T: ticks 1..T
         self.lambda2 = second_eigenvalue(expected_gossip_matrix(graph))
         self.hood = neighbourhoods(graph, n_agents)
         self.edges = np.array(sorted((min(u, v), max(u, v)) for u, v in graph.edges()), dtype=np.int64)

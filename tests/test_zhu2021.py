@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import networkx as nx
 import numpy as np
@@ -17,6 +18,8 @@ from protocols import zhu2021 as Z
 # Heterogeneous instance where every agent's local best arm differs from the global best:
 # global means (0.3, 0.7, 0.3); agent 0 prefers arm 0 locally, agent 1 arm 2, agent 2 arm 1.
 HETERO = [[0.9, 0.6, 0.0], [0.0, 0.6, 0.9], [0.0, 0.9, 0.0]]
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
 
 def scenario(protocol: dict, *, agents=3, topology="complete", horizon=2000, bandit=None, network=None,
@@ -63,7 +66,7 @@ def test_lambda2_of_path_and_ring_from_laplacian(graph, closed_form):
 def test_lambda2_reported_in_results_for_bundled_figures():
     rows = {}
     for name in ("zhu2021-fig2a-epsinf", "zhu2021-fig2b-epsinf"):
-        sc = S.load(f"scenarios/{name}.toml", ["run.horizon=5"])
+        sc = S.load(str(SCENARIOS / f"{name}.toml"), ["run.horizon=5"])
         rows[name] = run_trial(sc, trial_sequence(1, 0), 0).row["lambda2"]
     assert rows["zhu2021-fig2a-epsinf"] == pytest.approx(0.5)
     assert round(rows["zhu2021-fig2b-epsinf"], 2) == 0.99
@@ -311,7 +314,7 @@ def test_gossip_ucb_converges_to_global_best_where_isolated_ucb1_fails():
     first half (sublinear) and its late pulls go to the global best arm (arm 1)."""
     horizon = 6000  # measured: Gossip_UCB 133 then 38 per agent; UCB1 ~1170 then ~1190 for agents 0, 1
     first_g, second_g, res_g = _split_regret(scenario({"name": "gossip-ucb"}, horizon=horizon))
-    first_u, second_u, _ = _split_regret(scenario({"name": "ucb1"}, horizon=horizon))
+    _, second_u, _ = _split_regret(scenario({"name": "ucb1"}, horizon=horizon))
     half = horizon / 2
     assert np.all(second_u[:2] > 0.3 * half)          # UCB1 stuck on local best arms: linear
     assert np.all(second_g < 0.5 * first_g)          # Gossip_UCB: regret growth slows down

@@ -41,7 +41,7 @@ def make(epsilon=1.0, horizon=64, shape=(), seed=0):
 
 @given(st.integers(min_value=1, max_value=10**6))
 def test_popcount_matches_python(t):
-    assert popcount(np.array([t]))[0] == bin(t).count("1") == len(dyadic_decomposition(t))
+    assert popcount(np.array([t]))[0] == t.bit_count() == len(dyadic_decomposition(t))
 
 
 def test_infinite_epsilon_releases_exact_prefix_sums_and_draws_nothing():
@@ -128,7 +128,7 @@ def test_vectorised_counters_are_independent_streams():
 ])
 def test_bad_arguments_are_rejected(kwargs):
     args = {"epsilon": 1.0, "horizon": 8, "rng": np.random.default_rng(0), **kwargs}
-    with pytest.raises(ValueError, match="accepted|Generator"):
+    with pytest.raises((ValueError, TypeError), match="accepted|Generator"):
         BinaryTreeCounter(**args)
 
 
