@@ -239,7 +239,6 @@ class GossipUCB(Protocol):
         gossip_rng = sim.streams.for_("gossip")
         if self._realistic:
             self._heard = np.zeros((n_agents, n_arms))
-            self.theta_in_flight = np.zeros(n_arms)   # sum of corrections sent but not yet applied
             sim.network.subscribe_batch(THETA, self._on_theta)
             sim.network.subscribe_batch(NTILDE, self._on_ntilde)
             poisson_edge_clocks(sim.env, sim.network, gossip_rng, self._gossip_now,
