@@ -354,20 +354,20 @@ class Flooding:
         """
         if column not in self.value_names:
             raise ValueError(f"column {column!r}; accepted: {', '.join(self.value_names)}")
-        cache: dict[str, Any] = {"payload": None}
+        cache: dict[str, Any] = {"payload": None, "period": 1}
 
         def corrupt(payload: np.ndarray, *, sender: int, rng: np.random.Generator, probability: float,
                     q: Any, relay: bool) -> tuple[np.ndarray, int]:
             # The engine calls the rule, for each link of a flushed chunk, first as the byzantine
             # source (if the sender is byzantine) and then for link corruption (if enabled); a
             # lost message gets neither call. So the calls of one chunk alternate source/link.
+            calls = self._calls
+            self._calls = calls + 1
+            if calls and cache["payload"] is payload and calls % cache["period"] == 0:
+                return cache["result"]  # a further link of the chunk already decided at the source
             adv = self.network.adversary
-            byzantine = sender in adv.byzantine and adv.probability > 0.0
             period = 2 if adv.link_probability > 0.0 else 1
-            source = byzantine and self._calls % period == 0
-            self._calls += 1
-            if source and cache["payload"] is payload:
-                return cache["result"]
+            source = calls % period == 0 and sender in adv.byzantine and adv.probability > 0.0
             eligible = np.ones(len(payload), dtype=bool) if relay else payload["origin"] == sender
             hit = eligible & (rng.random(len(payload)) < probability)
             n = int(hit.sum())
@@ -380,7 +380,7 @@ class Flooding:
                 if records_corrupted is not None:
                     records_corrupted(n)
             if source:
-                cache.update(payload=payload, result=(out, n))
+                cache.update(payload=payload, result=(out, n), period=period)
             return out, n
 
         return corrupt
