@@ -142,8 +142,8 @@ class Flooding:
         self._outbox_from: list[np.ndarray] = []
         self.keep_latest = latest
         self._calls = 0
-        # scratch table for in-batch duplicate detection (at most 2^24 entries, else sorting is used)
-        self._scratch = np.full(m * m * WINDOW, _NONE, dtype=np.int64) if m * m * WINDOW <= 1 << 24 else None
+        # scratch table for in-batch duplicate detection (at most 2^22 entries = 32 MB, else sorting is used)
+        self._scratch = np.full(m * m * WINDOW, _NONE, dtype=np.int64) if m * m * WINDOW <= 1 << 22 else None
         if latest:
             self.latest_seq = np.full((m, m), -1, dtype=np.int64)
             values = np.dtype(value_dtype)
