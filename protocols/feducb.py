@@ -102,22 +102,24 @@ class LinUCBState:
     and ``dt`` the trials since the last synchronisation.
     """
 
-    def __init__(self, learners: int, dimension: int, *, s0: float, shift_w: float):
+    def __init__(self, learners: int, dimension: int, *, s0: float | np.ndarray, shift_w: float | np.ndarray):
         A, d = learners, dimension
         self.d = d
-        self.shift_w = float(shift_w)
+        s0 = np.broadcast_to(np.asarray(s0, dtype=float), (A,)).copy()
+        self.shift = np.broadcast_to(np.asarray(shift_w, dtype=float), (A,)).copy()
+        self.shift_w = bool(np.any(self.shift))
         eye = np.eye(d)
-        self.S = np.broadcast_to(s0 * eye, (A, d, d)).copy()
+        self.S = s0[:, None, None] * eye
         self.s = np.zeros((A, d))
         self.U = np.zeros((A, d, d))
         self.u = np.zeros((A, d))
         self.Q = np.zeros((A, d + 1, d + 1))
         self.u_tilde = np.zeros((A, d))
-        self.v_inv = np.broadcast_to(eye / s0, (A, d, d)).copy()
-        self.logdet_s = np.full(A, d * math.log(s0))
+        self.v_inv = eye / s0[:, None, None]
+        self.logdet_s = d * np.log(s0)
         self.logdet_v = self.logdet_s.copy()
-        self.w_inv = np.broadcast_to(eye / (s0 + self.shift_w), (A, d, d)).copy() if self.shift_w else self.v_inv
-        self.logdet_w = np.full(A, d * math.log(s0 + self.shift_w))
+        self.w_inv = eye / (s0 + self.shift)[:, None, None] if self.shift_w else self.v_inv
+        self.logdet_w = d * np.log(s0 + self.shift)
         self.dt = np.zeros(A, dtype=np.int64)
 
     def choose(self, contexts: np.ndarray, beta: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -162,7 +164,7 @@ class LinUCBState:
         self.logdet_s[rows] = np.linalg.slogdet(S)[1]
         self.u_tilde[rows] = s + self.u[rows]
         if self.shift_w:
-            W = V + self.shift_w * np.eye(self.d)
+            W = V + self.shift[rows, None, None] * np.eye(self.d)
             self.w_inv[rows] = np.linalg.inv(W)
             self.logdet_w[rows] = np.linalg.slogdet(W)[1]
         else:
