@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from netsim import scenario as S  # noqa: E402
-from netsim.sim import run_trial  # noqa: E402
-from netsim.streams import trial_sequence  # noqa: E402
+from netsim import scenario as S
+from netsim.sim import run_trial
+from netsim.streams import trial_sequence
 
 DOC = {
     "name": "bench-feducb",

@@ -55,7 +55,6 @@ from typing import Any
 import numpy as np
 
 from netsim import params as P
-from netsim.errors import InputError
 from netsim.protocol import Protocol
 from netsim.registry import register_protocol
 from protocols.privacy.gaussian_tree import FedUCBCalibration, GaussianTreePrivatizer
@@ -199,7 +198,7 @@ FIELDS = {
 
 def trials_of(sim: Any) -> int:
     """T: number of clock ticks before the horizon."""
-    return max(1, int(math.ceil(sim.horizon / sim.clock_period)))
+    return max(1, math.ceil(sim.horizon / sim.clock_period))
 
 
 def calibration_for(params: Any, *, dimension: int, agents: int, releases: int) -> FedUCBCalibration:
@@ -218,11 +217,6 @@ class CentralizedFedUCB(Protocol):
     fields = FIELDS
     servers = 1
     bandit_kinds = ("linear",)
-
-    @classmethod
-    def check(cls, scenario: Any) -> None:
-        if scenario.network["agents"] < 1:
-            raise InputError("accepted: at least one agent", key="network.agents")
 
     def start(self) -> None:
         sim = self.sim

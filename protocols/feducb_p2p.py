@@ -48,7 +48,14 @@ from netsim.errors import InputError
 from netsim.flooding import Flooding
 from netsim.protocol import Protocol
 from netsim.registry import register_protocol
-from protocols.feducb import FIELDS, LinUCBState, communication_bound, sync_trigger, threshold_for, trials_of
+from protocols.feducb import (
+    FIELDS,
+    LinUCBState,
+    communication_bound,
+    sync_trigger,
+    threshold_for,
+    trials_of,
+)
 from protocols.privacy.gaussian_tree import FedUCBCalibration, GaussianTreePrivatizer
 
 

@@ -243,7 +243,7 @@ class GaussianTreePrivatizer:
     @staticmethod
     def nodes_used(r: int) -> int:
         """Number of tree nodes (noise matrices) in release r: popcount(r)."""
-        return bin(int(r)).count("1")
+        return int(r).bit_count()
 
     def _level(self, k: int) -> None:
         while len(self._exact) <= k:
