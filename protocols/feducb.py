@@ -40,6 +40,11 @@ Decisions where the text is garbled or silent (each pinned by a test):
   ``threshold`` (a number >= 0) overrides D.
 * The tree depth uses n = T releases (Remark 4: the number of rounds is not fixed a priori).
 * Ties in the UCB argmax go to the lowest row index (numpy argmax).
+* ``beta_scale`` multiplies beta (default 1 = Prop. 2 exactly). The bundled scenarios use 0.1
+  and say why in ``scaled`` (docs/protocols/feducb.md, "Scaling").
+* Private runs: right after a synchronisation the trigger's left side already holds about
+  d log(1 + M (rho_max - rho_min) / lambda(S)) ~ d log 2 from the shift alone, so with the large
+  Thm. 1 threshold (``mlogt``) a private run synchronises rarely; this is the rule as printed.
 
 Linear algebra: V^-1 is kept by Sherman-Morrison rank-one updates and log det V by the
 matrix-determinant lemma (log det(V + x x^T) = log det V + log(1 + x^T V^-1 x)), batched over
