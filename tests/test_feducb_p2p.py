@@ -59,16 +59,18 @@ def test_round_robin_estimators():
     np.testing.assert_array_equal(np.asarray(used[0]) // 1, np.zeros(5))
 
 
-def test_statistics_are_sums_of_latest_neighbour_releases():
-    """epsilon = inf, D = 0, path of 5, gamma = 1: at the end, agent k's S (and s) equals the sum over
-    j in N_1(k) of j's latest release that reached k (a release at time tau from j arrives at
-    tau + d(k, j)), each release being lam I + j's whole Gram matrix (and sum of x y) up to then."""
-    T = 12
-    sim = build(f"run.horizon={T}")
+@pytest.mark.parametrize("gamma", [1, 2])
+def test_statistics_are_sums_of_latest_neighbour_releases(gamma):
+    """epsilon = inf, D = 0, path of 5: at the end, agent k's S_g (and s_g) equals the sum over
+    j in N_gamma(k) of j's latest release for g that reached k (a release at time tau from j arrives
+    at tau + d(k, j)), each release being lam I + j's Gram matrix (and sum of x y) over the trials
+    t <= tau with t mod gamma = g."""
+    T = 14
+    sim = build(f"run.horizon={T}", f"protocol.gamma={gamma}")
     sim.protocol.start()
     proto = sim.protocol
     history = {j: [] for j in range(5)}  # per agent: (time, x, y)
-    releases = []  # (time, agent, gram, vec)
+    releases = []  # (time, agent, g)
     state = proto.state
     original = state.update
 
@@ -83,31 +85,42 @@ def test_statistics_are_sums_of_latest_neighbour_releases():
     def spy_release(statistic, streams=None):
         out = orig_release(statistic, streams)
         for row in np.asarray(streams):
-            releases.append((sim.now, int(row)))
+            releases.append((sim.now, int(row) // gamma, int(row) % gamma))
         return out
 
     proto.privatizer.release = spy_release
     sim.env.run(until=T)
     dist = dict(nx.all_pairs_shortest_path_length(nx.path_graph(5)))
     last_tick = T - 1
+    checked = 0
     for k in range(5):
-        expected_S, expected_s = np.zeros((3, 3)), np.zeros(3)
-        for j in range(5):
-            if dist[k][j] > 1:
-                continue
-            arrived = [tau for tau, row in releases if row == j and tau + dist[k][j] <= last_tick]
-            tau = max(arrived)
-            X = np.array([x for t, x, _ in history[j] if t <= tau])
-            Y = np.array([y for t, _, y in history[j] if t <= tau])
-            expected_S += np.eye(3) + X.T @ X
-            expected_s += X.T @ Y
-        np.testing.assert_allclose(state.S[k], expected_S, rtol=1e-10)
-        np.testing.assert_allclose(state.s[k], expected_s, rtol=1e-10, atol=1e-12)
+        for g in range(gamma):
+            expected_S, expected_s = np.zeros((3, 3)), np.zeros(3)
+            for j in range(5):
+                if dist[k][j] > gamma:
+                    continue
+                arrived = [tau for tau, a, h in releases if a == j and h == g and tau + dist[k][j] <= last_tick]
+                if not arrived:
+                    expected_S += np.eye(3)  # rho_min I for an agent not heard from
+                    continue
+                tau = max(arrived)
+                rows = [(x, y) for t, x, y in history[j] if t <= tau and int(t) % gamma == g]
+                X = np.array([x for x, _ in rows]).reshape(-1, 3)
+                Y = np.array([y for _, y in rows])
+                expected_S += np.eye(3) + X.T @ X
+                expected_s += X.T @ Y
+                checked += 1
+            row = k * gamma + g
+            np.testing.assert_allclose(state.S[row], expected_S, rtol=1e-10)
+            np.testing.assert_allclose(state.s[row], expected_s, rtol=1e-10, atol=1e-12)
+    assert checked >= 5 * gamma
     # nothing is ever heard from outside the gamma-neighbourhood
     for k in range(5):
         for j in range(5):
-            if dist[k][j] > 1:
+            if dist[k][j] > gamma:
                 assert not proto.table_has[k, j].any()
+            elif j != k and gamma == 1:
+                assert proto.table_has[k, j].any()
 
 
 def test_private_calibration_uses_t_over_gamma_trees():
