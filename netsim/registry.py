@@ -39,7 +39,7 @@ class Registry:
 
     def get(self, name: str, *, key: str, source: str | None = None) -> Any:
         load_plugins()
-        if name not in self._items:
+        if not isinstance(name, str) or name not in self._items:
             close = difflib.get_close_matches(str(name), list(self._items), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise InputError(

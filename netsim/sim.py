@@ -33,7 +33,7 @@ class Node:
 
     __slots__ = ("sim", "id", "_rng")
 
-    def __init__(self, sim: "Simulation", node_id: int):
+    def __init__(self, sim: Simulation, node_id: int):
         self.sim = sim
         self.id = node_id
         self._rng: np.random.Generator | None = None
