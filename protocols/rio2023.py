@@ -242,8 +242,13 @@ class _MultiAgentBAI(Protocol):
         best = float(means.max())
         ok = self.identified >= 0 and means[self.identified] >= best - self.params["tolerance"] - 1e-12
         answered = self.answer[self.answer >= 0]
+        if self.events_mode:
+            simulated = self.sample_complexity if self.finished else self.clock.rounds(self.in_play, self.sim.now)
+        else:
+            simulated = self.rounds_done
         return {
             "sample_complexity": self.sample_complexity,
+            "rounds_simulated": simulated,
             "identified_arm": self.identified,
             "correct": int(bool(ok)),
             "votes_sent": self.votes_sent,
@@ -294,13 +299,9 @@ class _SuccessiveElimination(_MultiAgentBAI):
             self._plan(n, now)
 
     def on_told(self, agents: np.ndarray) -> None:
-        now = self.sim.now
-        for n in agents:
-            n = int(n)
-            if self.in_play[n] and (self.active[n] & self.told[n]).any():
-                when = self.clock.interrupt(n, now)
-                if when is not None:
-                    self._call(n, when)
+        affected = agents[self.in_play[agents] & (self.active[agents] & self.told[agents]).any(axis=1)]
+        for n in self.clock.interrupt(affected, self.sim.now):
+            self._call(int(n), float(self.clock.event_time[n]))
 
     # ---------------------------------------------------------------- round mode
     def round_activation(self, agent: int, now: float) -> None:
