@@ -28,9 +28,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from netsim import scenario as S  # noqa: E402
-from netsim.sim import run_trial  # noqa: E402
-from netsim.streams import trial_sequence  # noqa: E402
+from netsim import scenario as S
+from netsim.sim import run_trial
+from netsim.streams import trial_sequence
 
 FIG1 = ["rio2023-fig1-left-eps0.05", "rio2023-fig1-left-eps0.1", "rio2023-fig1-left-eps0.25",
         "rio2023-fig1-right-xi0", "rio2023-fig1-right-xi0.05", "rio2023-fig1-right-xi0.1",
@@ -111,6 +111,34 @@ def fig1(args) -> dict:
             "trials": args.trials, "units": len(jobs), "sample_complexity": curves}
 
 
+def plot(result: dict, path: str) -> None:
+    """Fig. 1 as in the paper: sample complexity against N with 95% confidence intervals."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    panels = {0: ("left", "DP-MASE"), 1: ("right", "CORRUPTED ELIMINATION")}
+    for i, (tag, title) in panels.items():
+        ax = axes[i]
+        for name, curve in result["sample_complexity"].items():
+            if tag not in name and not name.endswith(("central", "independent")):
+                continue
+            sizes = sorted(int(n) for n in curve)
+            mean = np.array([curve[n]["mean"] if n in curve else curve[str(n)]["mean"] for n in sizes])
+            ci = np.array([curve[n]["ci95"] if n in curve else curve[str(n)]["ci95"] for n in sizes])
+            ax.errorbar(sizes, mean, yerr=ci, marker="o", capsize=3, label=name.replace("rio2023-fig1-", ""))
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("number of agents N")
+        ax.set_title(f"{title}, Problem 1")
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("sample complexity (rounds)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def failure(args) -> dict:
     overrides = [f"network.agents={args.agents}"]
     rows = [_timed(args.failure, overrides, t)[0] for t in range(args.seeds)]
@@ -126,12 +154,20 @@ def main() -> None:
     parser.add_argument("--reference-rounds", type=int, default=20000)
     parser.add_argument("--fig1", action="store_true")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--plot", default=None, help="with --fig1: write the Fig. 1 plot (PNG) here")
+    parser.add_argument("--from-json", default=None, help="with --plot: plot a saved --fig1 result")
     parser.add_argument("--failure", default=None)
     parser.add_argument("--seeds", type=int, default=200)
     args = parser.parse_args()
+    if args.plot and args.from_json:
+        with open(args.from_json) as handle:
+            plot(json.load(handle), args.plot)
+        return
     if args.fig1:
         args.trials = args.trials or 10
         result = fig1(args)
+        if args.plot:
+            plot(result, args.plot)
     elif args.failure:
         result = failure(args)
     else:

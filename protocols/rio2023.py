@@ -49,8 +49,7 @@ Decisions (see also :mod:`protocols.rio2023_rules`):
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -326,7 +325,7 @@ class CorruptedElimination(_SuccessiveElimination):
 
     name = "corrupted-elimination"
     description = "rio2023 CORRUPTED ELIMINATION: (eps, eta)-private multi-agent BAI with corrupted votes"
-    fields = {
+    fields: ClassVar[dict[str, P.Field]] = {
         **COMMON,
         "eta": P.real(0.9, low=0.0, high=1.0, low_open=True, high_open=True,
                       doc="apparent privacy level eta (Sec. 6.3: 0.9)"),
@@ -364,7 +363,7 @@ class Feraud2019(CorruptedElimination):
 
     name = "feraud2019"
     description = "Feraud et al. 2019 decentralized elimination (rio2023 CE with xi = 0)"
-    fields = {k: v for k, v in CorruptedElimination.fields.items() if k != "xi"}
+    fields: ClassVar[dict[str, P.Field]] = {k: v for k, v in CorruptedElimination.fields.items() if k != "xi"}
 
 
 @register_protocol
@@ -373,7 +372,7 @@ class MASE(_SuccessiveElimination):
 
     name = "mase"
     description = "rio2023 Alg. 1: multi-agent successive elimination with voting"
-    fields = {
+    fields: ClassVar[dict[str, P.Field]] = {
         **COMMON,
         "beta": P.real(0.5, low=0.0, high=1.0, low_open=True, high_open=True,
                        doc="failure probability of each agent's successive elimination"),
@@ -419,7 +418,7 @@ class DPMASE(_MultiAgentBAI):
     name = "dp-mase"
     description = "rio2023 DP-MASE: multi-agent successive elimination with eps-DP communications"
     bandit_kinds = ("bernoulli",)
-    fields = {
+    fields: ClassVar[dict[str, P.Field]] = {
         **COMMON,
         "epsilon": P.real(0.1, low=0.0, low_open=True, allow_inf=True,
                           doc="privacy level eps (Sec. 6.2: 0.05, 0.1, 0.25); inf = no noise"),

@@ -24,6 +24,8 @@ PROBLEM1 = [0.7, 0.5, 0.3] + [0.1] * 7
 def scenario(protocol: str, *, agents: int = 4, means=None, kind: str = "bernoulli", delay: float = 0.0,
              **params) -> S.Scenario:
     bandit = {"kind": kind, "arms": len(means or PROBLEM1), "means": list(means or PROBLEM1)}
+    if kind == "gaussian":
+        bandit["sigma"] = 0.5
     return S.from_dict({
         "name": "rio2023-test",
         "bandit": bandit,
@@ -261,3 +263,23 @@ def test_bad_parameters_raise_input_errors():
         S.from_dict({"name": "x", "bandit": {"kind": "bernoulli", "arms": 3, "means": [0.1, 0.2, 0.3]},
                      "network": {"topology": "ring", "agents": 4},
                      "protocol": {"name": "dp-mase"}})
+
+
+def test_mase_with_the_same_local_confidence_is_feraud():
+    """Alg. 1 with SE of failure beta and M = ceil(log delta / log beta) is Feraud et al. (eta = beta)."""
+    seeds = range(2)
+    mase = column(scenario("mase", agents=32, beta=0.9), seeds)
+    feraud = column(scenario("feraud2019", agents=32, eta=0.9), seeds)
+    assert np.array_equal(mase, feraud)
+    explicit = rows(scenario("mase", agents=32, beta=0.9, threshold=3), [0])[0]
+    assert explicit["vote_threshold"] == 3
+
+
+def test_fig2_sample_complexity_grows_with_eta_on_both_problems():
+    """Appendix C.2, Fig. 2: positive correlation between sample complexity and eta (xi = 0)."""
+    seeds = range(2)
+    p2 = {"kind": "gaussian", "means": [11.0, 10.8] + [10.4] * 8}
+    for extra in ({}, p2):
+        low = column(scenario("feraud2019", agents=64, eta=0.5, **extra), seeds).mean()
+        high = column(scenario("feraud2019", agents=64, eta=0.9, **extra), seeds).mean()
+        assert low < high
