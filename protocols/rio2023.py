@@ -21,7 +21,7 @@ Two simulation modes (protocol key ``simulation``):
 * ``"events"`` (default): only epoch ends / local steps where an elimination can happen /
   activations that apply a global elimination are simulated, at exactly sampled times; see
   :mod:`protocols.rio2023_paths` for the derivation (Poissonised rounds, Gamma waiting times,
-  binomial/beta bridges, Binomial epoch sums, hypergeometric reward bridges). The cost grows
+  binomial/beta bridges, Binomial epoch sums, per-step reward blocks). The cost grows
   with epochs and votes, not with rounds. Engine time is Poissonised round time.
 * ``"rounds"``: the reference, one engine tick per round (engine time = round index), the
   active agent drawn from ``P_N(t)`` and one pull per active arm. With zero delays both modes

@@ -40,11 +40,14 @@ An agent running successive elimination (CE appendix Alg. 4) samples every arm o
 set once per activation and tests the elimination condition at *every* local step, so its
 decisions depend on the whole walk ``S_k(1), S_k(2), ...`` of each arm's sum. :class:`RewardPaths`
 draws an agent's per-step rewards ahead, in blocks (the first 128 local steps of every agent
-in one call at the start, then blocks sized to reach the predicted next crossing), with one vectorised ``bandit.pull_many(agents, arms, 1)`` call per block (the agent's own reward
+in one call at the start, then blocks sized to reach the predicted next crossing), with one
+vectorised ``bandit.pull_many(agents, arms, 1)`` call per block (the agent's own reward
 stream, consumed in step order), and finds the first local step where the condition holds
 with one vectorised test over the block. Revealed steps are kept ("banked") as the agent's
 future: when the agent later has to stop at an earlier step (a global elimination reaches it),
-its sums there are read from the bank. Only the timing of the agent's activations, not the
+its sums there are read from the bank. Banked rows are fully revealed, so no decision ever
+conditions the unrevealed part of a walk, and the block sizes change only which uniforms feed
+which step, not the law. Only the timing of the agent's activations, not the
 rounds of the other agents, is jumped over, so the Python cost of a run is proportional to the
 number of events (eliminations, synchronisations) and the numpy cost to local steps x arms.
 Rewards drawn ahead of a local step the agent never reaches (the run stops first, or the arm
