@@ -157,6 +157,29 @@ def test_activation_clock_counts_are_multinomial():
     assert np.var(totals) == pytest.approx(20.0, rel=0.1)
 
 
+def test_activation_clock_interrupt_matches_a_direct_poisson_simulation():
+    """Beta/Binomial bridge: given the c-th activation is after tau, the count of activations in
+    (0, tau] and the first activation after tau have the law of a directly simulated Poisson
+    process conditioned on the same event (two-sample KS, fixed seeds)."""
+    rate, c, tau, n = 0.2, 6, 20.0, 6000
+    clock = ActivationClock(np.full(n, rate), np.random.default_rng(1))
+    for agent in range(n):
+        clock.schedule(agent, 0.0, c)
+    late = np.flatnonzero(clock.event_time > tau)
+    clock.interrupt(late, tau)
+    bridged_count = clock.event_step[late] - 1
+    bridged_wait = clock.event_time[late] - tau
+    points = np.cumsum(np.random.default_rng(2).exponential(1.0 / rate, (3 * n, 40)), axis=1)
+    points = points[points[:, c - 1] > tau]
+    direct_count = (points <= tau).sum(axis=1)
+    direct_wait = points[np.arange(len(points)), direct_count] - tau
+    assert stats.ks_2samp(bridged_wait, direct_wait).pvalue > 0.01
+    assert np.mean(bridged_count) == pytest.approx(np.mean(direct_count), abs=0.1)
+    assert stats.chisquare(np.bincount(bridged_count, minlength=c)[:c],
+                           np.bincount(direct_count, minlength=c)[:c] * len(bridged_count) / len(direct_count)
+                           ).pvalue > 0.01
+
+
 # ---------------------------------------------------------------------- events vs rounds (two-sample)
 @pytest.mark.parametrize("protocol, params, means, agents, runs", [
     ("corrupted-elimination", {"eta": 0.5, "xi": 0.2, "delta": 0.3}, [0.9, 0.2, 0.1], 3, 60),
