@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("folder", type=Path, help="a folder written by 'netsim run' or 'netsim sweep'")
     audit = sub.add_parser("audit", help="empirical privacy audit of a privacy mechanism",
                            description="Run a mechanism many times on two neighbouring inputs and bound its privacy "
-                                       "loss from below (Clopper-Pearson); print claimed eps, eps_hat, eps_lo, verdict.")
+                                       "loss from below (Clopper-Pearson); print claimed eps, eps_hat, eps_lo, "
+                                       "verdict.")
     audit.add_argument("mechanism", nargs="?", default=None, help="audit target name (see --all for every one)")
     audit.add_argument("--all", action="store_true", help="audit every registered mechanism")
     audit.add_argument("--epsilon", type=float, default=None, help="the mechanism's privacy parameter")
@@ -310,8 +311,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"audit": cmd_audit, "run": cmd_run, "list": cmd_list, "show": cmd_show, "plot": cmd_plot, "sweep": cmd_sweep,
-            "trace": cmd_trace}
+COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "plot": cmd_plot, "sweep": cmd_sweep,
+            "trace": cmd_trace, "audit": cmd_audit}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
