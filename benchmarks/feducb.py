@@ -4,6 +4,10 @@ Runs one trial of each configuration (Sec. 4.4 gapped contexts, Bernoulli reward
 delay) and prints JSON: agent-steps/s = M * T / wall time of the trial (engine, environment,
 UCB, Sherman-Morrison updates, messages and privatizer included), plus rounds and regret.
 
+OpenBLAS threads are pinned to 1 (before numpy is imported): the batched matrix products of
+the UCB are small, and on a shared 2-core machine a multi-threaded OpenBLAS made them up to 100x
+slower (measured: (10, 256, 64) @ (10, 64, 64) in 160 ms with default threads, 1.5 ms with one).
+
 Usage: python benchmarks/feducb.py [--horizon T]
 """
 
@@ -11,15 +15,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from netsim import scenario as S  # noqa: E402
-from netsim.sim import run_trial  # noqa: E402
-from netsim.streams import trial_sequence  # noqa: E402
+from netsim import scenario as S
+from netsim.sim import run_trial
+from netsim.streams import trial_sequence
 
 DOC = {
     "name": "bench-feducb",

@@ -27,11 +27,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from netsim import scenario as S  # noqa: E402
-from netsim.sim import run_trial  # noqa: E402
-from netsim.streams import trial_sequence  # noqa: E402
-from protocols import zhu2021 as Z  # noqa: E402
-from protocols.privacy.tree import BinaryTreeCounter  # noqa: E402
+from netsim import scenario as S
+from netsim.sim import run_trial
+from netsim.streams import trial_sequence
+from protocols import zhu2021 as Z
+from protocols.privacy.tree import BinaryTreeCounter
 
 
 def engine_rate(name: str, ticks: int, overrides: list[str]) -> dict:
@@ -51,15 +51,14 @@ def plain_loop(num_agents: int, num_arms: int, ticks: int, epsilon: float, seed:
     hood = Z.neighbourhoods(graph, num_agents)
     edges = np.array(list(graph.edges()))
     means = rng.uniform(0, 1, (num_agents, num_arms))
-    counter = BinaryTreeCounter(epsilon=epsilon, horizon=ticks + 1, shape=(num_agents, num_arms),
+    counter = BinaryTreeCounter(epsilon=epsilon, horizon=ticks, shape=(num_agents, num_arms),
                                 rng=np.random.default_rng(seed + 1))
     agents = np.arange(num_agents)
     started = time.perf_counter()
     first = means + rng.standard_normal(means.shape)
     n = np.ones((num_agents, num_arms))
     ntilde = n.copy()
-    xbar = counter.release((np.repeat(agents, num_arms).reshape(n.shape), np.tile(np.arange(num_arms), num_agents)
-                            .reshape(n.shape)), 1, first)
+    xbar = first.copy()
     theta = xbar.copy()
     regret = 0.0
     gaps = means.mean(axis=0).max() - means.mean(axis=0)
@@ -71,9 +70,9 @@ def plain_loop(num_agents: int, num_arms: int, ticks: int, epsilon: float, seed:
         rewards = means[agents, arms] + rng.standard_normal(num_agents)
         regret += gaps[arms].sum()
         n[agents, arms] += 1.0
-        released = counter.release((agents, arms), t + 1, rewards)
+        released = counter.release((agents, arms), t, rewards)
         delta = np.zeros_like(xbar)
-        new_mean = released / n[agents, arms]
+        new_mean = (first[agents, arms] + released) / n[agents, arms]
         delta[agents, arms] = new_mean - xbar[agents, arms]
         xbar[agents, arms] = new_mean
         u, v = edges[rng.integers(len(edges))]

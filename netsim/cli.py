@@ -26,6 +26,7 @@ examples:
   netsim trace SCENARIO --until 20 --kinds ADV,REQ,DATA --out trace.jsonl
   netsim sweep quickstart --grid network.agents=5,10 --grid network.topology=ring,complete --trials 4
   netsim run quickstart --executor dask --scheduler tcp://SCHEDULER-HOST:8786
+  netsim audit laplace --epsilon 0.5       empirical privacy audit (netsim audit --all: every mechanism)
 """
 
 
@@ -100,6 +101,16 @@ def build_parser() -> argparse.ArgumentParser:
     plot = sub.add_parser("plot", help="(re)draw the figures of a results folder",
                           description="Redraw regret.png (and communication.png) from a results folder.")
     plot.add_argument("folder", type=Path, help="a folder written by 'netsim run' or 'netsim sweep'")
+    audit = sub.add_parser("audit", help="empirical privacy audit of a privacy mechanism",
+                           description="Run a mechanism many times on two neighbouring inputs and bound its privacy "
+                                       "loss from below (Clopper-Pearson); print claimed eps, eps_hat, eps_lo, "
+                                       "verdict.")
+    audit.add_argument("mechanism", nargs="?", default=None, help="audit target name (see --all for every one)")
+    audit.add_argument("--all", action="store_true", help="audit every registered mechanism")
+    audit.add_argument("--epsilon", type=float, default=None, help="the mechanism's privacy parameter")
+    audit.add_argument("--trials", type=int, default=100_000, help="runs per input and phase (default 100000)")
+    audit.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    audit.add_argument("--confidence", type=float, default=0.95, help="confidence of eps_lo (default 0.95)")
     return parser
 
 
@@ -275,8 +286,33 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from netsim.registry import audit_targets
+
+    if args.all == (args.mechanism is not None):
+        raise InputError(f"netsim audit: give one MECHANISM or --all; accepted: {', '.join(audit_targets.names())}")
+    targets = [t for _, t in audit_targets.items()] if args.all else [audit_targets.get(args.mechanism, key="audit")]
+    for target in targets:
+        try:
+            target.params(args.epsilon)
+        except ValueError as exc:
+            raise InputError(f"netsim audit {target.name}: {exc}") from None
+    if args.trials < 10 or not 0 < args.confidence < 1:
+        raise InputError("netsim audit: accepted: --trials >= 10 and --confidence in (0, 1)")
+    head = f"{'mechanism':<18} {'claimed eps':>11} {'delta':>6} {'eps_hat':>8} {'eps_lo':>8} {'exact':>6}  verdict"
+    print(head + "\n" + "-" * len(head))
+    for target in targets:
+        r = target.run(epsilon=args.epsilon, trials=args.trials, seed=args.seed, confidence=args.confidence)
+        exact = "-" if r.exact is None else f"{r.exact:.3f}"
+        print(f"{r.name:<18} {r.claimed_epsilon:>11.4g} {r.delta:>6.3g} {r.epsilon_hat:>8.3f} {r.epsilon_lo:>8.3f} "
+              f"{exact:>6}  {r.verdict}", flush=True)
+    print(f"eps_lo: lower confidence bound at {args.confidence:.0%}, {args.trials} trials per input and phase; "
+          f"VIOLATED: eps_lo > claimed eps")
+    return 0
+
+
 COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "plot": cmd_plot, "sweep": cmd_sweep,
-            "trace": cmd_trace}
+            "trace": cmd_trace, "audit": cmd_audit}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

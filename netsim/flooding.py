@@ -69,9 +69,15 @@ if TYPE_CHECKING:
 HEADER = [("origin", "i4"), ("seq", "i8"), ("created", "f8"), ("life", "i4")]
 WINDOW = 64
 _ONE = np.uint64(1)
+_NONE = np.iinfo(np.int64).max
 
 ReceiveCallback = Callable[[np.ndarray, np.ndarray], None]
 LatestCallback = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
+
+
+def take(records: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``records[index]`` for a structured array, ~10x faster: rows are gathered as opaque bytes."""
+    return records.view(np.dtype((np.void, records.dtype.itemsize)))[index].view(records.dtype)
 
 
 def record_dtype(value_dtype: Sequence[tuple] | np.dtype) -> np.dtype:
@@ -136,6 +142,8 @@ class Flooding:
         self._outbox_from: list[np.ndarray] = []
         self.keep_latest = latest
         self._calls = 0
+        # scratch table for in-batch duplicate detection (at most 2^22 entries = 32 MB, else sorting is used)
+        self._scratch = np.full(m * m * WINDOW, _NONE, dtype=np.int64) if m * m * WINDOW <= 1 << 22 else None
         if latest:
             self.latest_seq = np.full((m, m), -1, dtype=np.int64)
             values = np.dtype(value_dtype)
@@ -143,6 +151,7 @@ class Flooding:
             self.latest_values = {name: np.zeros((m, m) + values.fields[name][0].shape,
                                                  dtype=values.fields[name][0].base) for name in self.value_names}
             self._latest_flat = {name: a.reshape((m * m,) + a.shape[2:]) for name, a in self.latest_values.items()}
+            self._best = np.full(m * m, -1, dtype=np.int64)
             self.latest_created = np.full((m, m), np.nan)
         # counters (records, not engine messages)
         self.published = 0
@@ -198,7 +207,7 @@ class Flooding:
         self._outbox.clear()
         self._outbox_from.clear()
         order = np.argsort(senders, kind="stable")
-        records = records[order]
+        records = take(records, order)
         senders = senders[order]
         records["life"] -= 1  # the hop about to be made
         bounds = np.flatnonzero(np.diff(senders)) + 1
@@ -217,34 +226,69 @@ class Flooding:
 
     # ------------------------------------------------------------------ receiving
     def _receive(self, messages: list) -> None:
-        # joining raw bytes is ~50x faster than np.concatenate on structured arrays (field promotion)
-        records = np.frombuffer(b"".join([msg.payload.tobytes() for msg in messages]), dtype=self.dtype)
-        dst = np.repeat(np.array([msg.dst for msg in messages], dtype=np.int64),
-                        np.array([len(msg.payload) for msg in messages], dtype=np.int64))
-        self.records_received += len(records)
-        keep = self._fresh(dst, records)
-        self.duplicates += len(records) - len(keep)
+        # Messages of one flush share their payload (every link of a sender carries the same chunk),
+        # so the distinct payloads are joined once and each message becomes a range of row indices.
+        # (Joining raw bytes is also ~50x faster than np.concatenate on structured arrays.)
+        slot: dict[int, int] = {}
+        chunks: list[np.ndarray] = []
+        which = []
+        for msg in messages:
+            payload = msg.payload
+            j = slot.get(id(payload))
+            if j is None:
+                j = slot[id(payload)] = len(chunks)
+                chunks.append(payload)
+            which.append(j)
+        base = np.frombuffer(b"".join([c.tobytes() for c in chunks]), dtype=self.dtype)
+        lengths = np.array([len(c) for c in chunks], dtype=np.int64)
+        which = np.array(which, dtype=np.int64)
+        sizes = lengths[which]
+        total = int(sizes.sum())
+        starts = np.cumsum(lengths) - lengths
+        copy_start = np.cumsum(sizes) - sizes
+        row = np.repeat(starts[which] - copy_start, sizes) + np.arange(total)   # row of base for every copy
+        dst = np.repeat(np.array([msg.dst for msg in messages], dtype=np.int64), sizes)
+        self.records_received += total
+        keep = self._fresh_keys(dst, base["origin"][row].astype(np.int64), base["seq"][row])
+        self.duplicates += total - len(keep)
         if not len(keep):
             return
-        dst, records = dst[keep], records[keep]
+        dst, records = dst[keep], take(base, row[keep])
         if self.keep_latest:
             self._update_latest(dst, records)
         if self.on_receive is not None:
             self.on_receive(dst, records)
-        alive = records["life"] >= 1
-        if np.any(alive):
-            self._queue(dst[alive], records[alive])
+        alive = np.flatnonzero(records["life"] >= 1)
+        if len(alive):
+            self._queue(dst[alive], take(records, alive))
             if self.relay == "on_receipt":
                 self.flush()
 
     def _fresh(self, dst: np.ndarray, records: np.ndarray) -> np.ndarray:
         """Indices (in arrival order) of the records not seen before by their receiver; updates the window."""
+        return self._fresh_keys(np.asarray(dst, dtype=np.int64), records["origin"].astype(np.int64), records["seq"])
+
+    def _first_copies(self, pair: np.ndarray, seq: np.ndarray) -> np.ndarray:
+        """Index of the first copy of each distinct (pair, seq) in this batch, in arrival order."""
+        n = len(pair)
+        table = self._scratch
+        if table is not None and n:
+            # seqs of one pair within a batch lie within a few publications: key them modulo WINDOW
+            key = pair * WINDOW + (seq & (WINDOW - 1))
+            index = np.arange(n)
+            table[key[::-1]] = index[::-1]        # in-order assignment: the first copy wins
+            rep = table[key]
+            table[key] = _NONE
+            if np.all(rep <= index) and np.array_equal(seq[rep], seq):  # verified: first copy, no collision
+                return np.flatnonzero(rep == index)
+        _, first = np.unique(pair * (1 << 32) + seq, return_index=True)
+        return np.sort(first)
+
+    def _fresh_keys(self, dst: np.ndarray, origin: np.ndarray, seq: np.ndarray) -> np.ndarray:
         m = self.num_agents
-        origin = records["origin"].astype(np.int64)
-        seq = records["seq"].astype(np.int64)
+        seq = seq.astype(np.int64)
         pair = dst * m + origin
-        key = pair * (1 << 32) + seq
-        _, first = np.unique(key, return_index=True)  # first copy of each (dst, origin, seq) in this batch
+        first = self._first_copies(pair, seq)
         first = first[origin[first] != dst[first]]     # a record never comes back to its origin
         if not len(first):
             return first
@@ -273,23 +317,27 @@ class Flooding:
     def _update_latest(self, dst: np.ndarray, records: np.ndarray) -> None:
         if not len(records):
             return
-        origin = records["origin"].astype(np.int64)
         seq = records["seq"].astype(np.int64)
-        pair = dst * self.num_agents + origin
-        order = np.lexsort((seq, pair))
-        last = order[np.flatnonzero(np.append(pair[order][1:] != pair[order][:-1], True))]
-        newer = seq[last] > self.latest_seq.ravel()[pair[last]]
-        last = last[newer]
-        d, o = dst[last], origin[last]
-        flat = d * self.num_agents + o
+        flat = dst * self.num_agents + records["origin"].astype(np.int64)
+        best = self._best
+        np.maximum.at(best, flat, seq)                 # newest seq per (receiver, origin) in this batch
+        newest = seq == best[flat]                     # (flat, seq) are distinct among new records
+        best[flat] = -1
+        latest_seq = self.latest_seq.reshape(-1)
+        idx = np.flatnonzero(newest & (seq > latest_seq[flat]))
+        if not len(idx):
+            return
+        f = flat[idx]
         table = self._latest_flat
-        previous = {name: table[name][flat] for name in self.value_names} if self.on_latest is not None else None
-        self.latest_seq[d, o] = seq[last]
-        self.latest_created[d, o] = records["created"][last]
+        previous = {name: table[name][f] for name in self.value_names} if self.on_latest is not None else None
+        latest_seq[f] = seq[idx]
+        self.latest_created.reshape(-1)[f] = records["created"][idx]
+        chosen = take(records, idx)
         for name in self.value_names:
-            table[name][flat] = records[name][last]
-        if self.on_latest is not None and len(last):
-            self.on_latest(d, o, previous, records[last])
+            table[name][f] = chosen[name]
+        if self.on_latest is not None:
+            m = self.num_agents
+            self.on_latest(f // m, f % m, previous, chosen)
 
     # ------------------------------------------------------------------ byzantine reports
     def corruptor(self, column: str, *, records_corrupted: Callable[[int], None] | None = None) -> Callable[..., tuple]:
@@ -306,20 +354,20 @@ class Flooding:
         """
         if column not in self.value_names:
             raise ValueError(f"column {column!r}; accepted: {', '.join(self.value_names)}")
-        cache: dict[str, Any] = {"payload": None}
+        cache: dict[str, Any] = {"payload": None, "period": 1}
 
         def corrupt(payload: np.ndarray, *, sender: int, rng: np.random.Generator, probability: float,
                     q: Any, relay: bool) -> tuple[np.ndarray, int]:
             # The engine calls the rule, for each link of a flushed chunk, first as the byzantine
             # source (if the sender is byzantine) and then for link corruption (if enabled); a
             # lost message gets neither call. So the calls of one chunk alternate source/link.
+            calls = self._calls
+            self._calls = calls + 1
+            if calls and cache["payload"] is payload and calls % cache["period"] == 0:
+                return cache["result"]  # a further link of the chunk already decided at the source
             adv = self.network.adversary
-            byzantine = sender in adv.byzantine and adv.probability > 0.0
             period = 2 if adv.link_probability > 0.0 else 1
-            source = byzantine and self._calls % period == 0
-            self._calls += 1
-            if source and cache["payload"] is payload:
-                return cache["result"]
+            source = calls % period == 0 and sender in adv.byzantine and adv.probability > 0.0
             eligible = np.ones(len(payload), dtype=bool) if relay else payload["origin"] == sender
             hit = eligible & (rng.random(len(payload)) < probability)
             n = int(hit.sum())
@@ -332,7 +380,7 @@ class Flooding:
                 if records_corrupted is not None:
                     records_corrupted(n)
             if source:
-                cache.update(payload=payload, result=(out, n))
+                cache.update(payload=payload, result=(out, n), period=period)
             return out, n
 
         return corrupt

@@ -61,6 +61,8 @@ class Registry:
 protocols = Registry("protocol")
 bandits = Registry("bandit kind")
 topologies = Registry("topology")
+# privacy-audit targets (name -> object with the audit interface); filled by protocol packages
+audit_targets = Registry("audit target")
 
 _loaded = False
 

@@ -220,8 +220,11 @@ class PrivateMultiAgentUCB(_Trials):
         self.heard_sums = np.zeros((self.m, self.k))
 
     def _latest_changed(self, dst, origin, previous, records) -> None:
-        np.add.at(self.heard_counts, dst, records["count"] - previous["count"])
-        np.add.at(self.heard_sums, dst, records["count"] * records["mean"] - previous["count"] * previous["mean"])
+        d_count = records["count"] - previous["count"]
+        d_sum = records["count"] * records["mean"] - previous["count"] * previous["mean"]
+        for k in range(self.k):
+            self.heard_counts[:, k] += np.bincount(dst, weights=d_count[:, k], minlength=self.m)
+            self.heard_sums[:, k] += np.bincount(dst, weights=d_sum[:, k], minlength=self.m)
 
     def estimates(self) -> tuple[np.ndarray, np.ndarray]:
         """Group means and counts of Alg. 1 lines 22-33 (running sums over the latest-message table)."""

@@ -40,6 +40,11 @@ Decisions where the text is garbled or silent (each pinned by a test):
   ``threshold`` (a number >= 0) overrides D.
 * The tree depth uses n = T releases (Remark 4: the number of rounds is not fixed a priori).
 * Ties in the UCB argmax go to the lowest row index (numpy argmax).
+* ``beta_scale`` multiplies beta (default 1 = Prop. 2 exactly). The bundled scenarios use 0.1
+  and say why in ``scaled`` (docs/protocols/feducb.md, "Scaling").
+* Private runs: right after a synchronisation the trigger's left side already holds about
+  d log(1 + M (rho_max - rho_min) / lambda(S)) ~ d log 2 from the shift alone, so with the large
+  Thm. 1 threshold (``mlogt``) a private run synchronises rarely; this is the rule as printed.
 
 Linear algebra: V^-1 is kept by Sherman-Morrison rank-one updates and log det V by the
 matrix-determinant lemma (log det(V + x x^T) = log det V + log(1 + x^T V^-1 x)), batched over
@@ -55,7 +60,6 @@ from typing import Any
 import numpy as np
 
 from netsim import params as P
-from netsim.errors import InputError
 from netsim.protocol import Protocol
 from netsim.registry import register_protocol
 from protocols.privacy.gaussian_tree import FedUCBCalibration, GaussianTreePrivatizer
@@ -102,22 +106,24 @@ class LinUCBState:
     and ``dt`` the trials since the last synchronisation.
     """
 
-    def __init__(self, learners: int, dimension: int, *, s0: float, shift_w: float):
+    def __init__(self, learners: int, dimension: int, *, s0: float | np.ndarray, shift_w: float | np.ndarray):
         A, d = learners, dimension
         self.d = d
-        self.shift_w = float(shift_w)
+        s0 = np.broadcast_to(np.asarray(s0, dtype=float), (A,)).copy()
+        self.shift = np.broadcast_to(np.asarray(shift_w, dtype=float), (A,)).copy()
+        self.shift_w = bool(np.any(self.shift))
         eye = np.eye(d)
-        self.S = np.broadcast_to(s0 * eye, (A, d, d)).copy()
+        self.S = s0[:, None, None] * eye
         self.s = np.zeros((A, d))
         self.U = np.zeros((A, d, d))
         self.u = np.zeros((A, d))
         self.Q = np.zeros((A, d + 1, d + 1))
         self.u_tilde = np.zeros((A, d))
-        self.v_inv = np.broadcast_to(eye / s0, (A, d, d)).copy()
-        self.logdet_s = np.full(A, d * math.log(s0))
+        self.v_inv = eye / s0[:, None, None]
+        self.logdet_s = d * np.log(s0)
         self.logdet_v = self.logdet_s.copy()
-        self.w_inv = np.broadcast_to(eye / (s0 + self.shift_w), (A, d, d)).copy() if self.shift_w else self.v_inv
-        self.logdet_w = np.full(A, d * math.log(s0 + self.shift_w))
+        self.w_inv = eye / (s0 + self.shift)[:, None, None] if self.shift_w else self.v_inv
+        self.logdet_w = d * np.log(s0 + self.shift)
         self.dt = np.zeros(A, dtype=np.int64)
 
     def choose(self, contexts: np.ndarray, beta: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -162,7 +168,7 @@ class LinUCBState:
         self.logdet_s[rows] = np.linalg.slogdet(S)[1]
         self.u_tilde[rows] = s + self.u[rows]
         if self.shift_w:
-            W = V + self.shift_w * np.eye(self.d)
+            W = V + self.shift[rows, None, None] * np.eye(self.d)
             self.w_inv[rows] = np.linalg.inv(W)
             self.logdet_w[rows] = np.linalg.slogdet(W)[1]
         else:
@@ -197,7 +203,7 @@ FIELDS = {
 
 def trials_of(sim: Any) -> int:
     """T: number of clock ticks before the horizon."""
-    return max(1, int(math.ceil(sim.horizon / sim.clock_period)))
+    return max(1, math.ceil(sim.horizon / sim.clock_period))
 
 
 def calibration_for(params: Any, *, dimension: int, agents: int, releases: int) -> FedUCBCalibration:
@@ -220,11 +226,6 @@ class CentralizedFedUCB(Protocol):
     # (spending privacy twice), so duplication is rejected; lost messages (link down) leave the round
     # open and agents go on with their last synchronised statistics; crashes are rejected.
     unsupported_faults = ("duplication",)
-
-    @classmethod
-    def check(cls, scenario: Any) -> None:
-        if scenario.network["agents"] < 1:
-            raise InputError("accepted: at least one agent", key="network.agents")
 
     def start(self) -> None:
         sim = self.sim

@@ -21,7 +21,7 @@ Two simulation modes (protocol key ``simulation``):
 * ``"events"`` (default): only epoch ends / local steps where an elimination can happen /
   activations that apply a global elimination are simulated, at exactly sampled times; see
   :mod:`protocols.rio2023_paths` for the derivation (Poissonised rounds, Gamma waiting times,
-  binomial/beta bridges, Binomial epoch sums, hypergeometric reward bridges). The cost grows
+  binomial/beta bridges, Binomial epoch sums, per-step reward blocks). The cost grows
   with epochs and votes, not with rounds. Engine time is Poissonised round time.
 * ``"rounds"``: the reference, one engine tick per round (engine time = round index), the
   active agent drawn from ``P_N(t)`` and one pull per active arm. With zero delays both modes
@@ -49,8 +49,7 @@ Decisions (see also :mod:`protocols.rio2023_rules`):
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -242,8 +241,13 @@ class _MultiAgentBAI(Protocol):
         best = float(means.max())
         ok = self.identified >= 0 and means[self.identified] >= best - self.params["tolerance"] - 1e-12
         answered = self.answer[self.answer >= 0]
+        if self.events_mode:
+            simulated = self.sample_complexity if self.finished else self.clock.rounds(self.in_play, self.sim.now)
+        else:
+            simulated = self.rounds_done
         return {
             "sample_complexity": self.sample_complexity,
+            "rounds_simulated": simulated,
             "identified_arm": self.identified,
             "correct": int(bool(ok)),
             "votes_sent": self.votes_sent,
@@ -294,13 +298,9 @@ class _SuccessiveElimination(_MultiAgentBAI):
             self._plan(n, now)
 
     def on_told(self, agents: np.ndarray) -> None:
-        now = self.sim.now
-        for n in agents:
-            n = int(n)
-            if self.in_play[n] and (self.active[n] & self.told[n]).any():
-                when = self.clock.interrupt(n, now)
-                if when is not None:
-                    self._call(n, when)
+        affected = agents[self.in_play[agents] & (self.active[agents] & self.told[agents]).any(axis=1)]
+        for n in self.clock.interrupt(affected, self.sim.now):
+            self._call(int(n), float(self.clock.event_time[n]))
 
     # ---------------------------------------------------------------- round mode
     def round_activation(self, agent: int, now: float) -> None:
@@ -325,7 +325,7 @@ class CorruptedElimination(_SuccessiveElimination):
 
     name = "corrupted-elimination"
     description = "rio2023 CORRUPTED ELIMINATION: (eps, eta)-private multi-agent BAI with corrupted votes"
-    fields = {
+    fields: ClassVar[dict[str, P.Field]] = {
         **COMMON,
         "eta": P.real(0.9, low=0.0, high=1.0, low_open=True, high_open=True,
                       doc="apparent privacy level eta (Sec. 6.3: 0.9)"),
@@ -363,7 +363,7 @@ class Feraud2019(CorruptedElimination):
 
     name = "feraud2019"
     description = "Feraud et al. 2019 decentralized elimination (rio2023 CE with xi = 0)"
-    fields = {k: v for k, v in CorruptedElimination.fields.items() if k != "xi"}
+    fields: ClassVar[dict[str, P.Field]] = {k: v for k, v in CorruptedElimination.fields.items() if k != "xi"}
 
 
 @register_protocol
@@ -372,7 +372,7 @@ class MASE(_SuccessiveElimination):
 
     name = "mase"
     description = "rio2023 Alg. 1: multi-agent successive elimination with voting"
-    fields = {
+    fields: ClassVar[dict[str, P.Field]] = {
         **COMMON,
         "beta": P.real(0.5, low=0.0, high=1.0, low_open=True, high_open=True,
                        doc="failure probability of each agent's successive elimination"),
@@ -418,7 +418,7 @@ class DPMASE(_MultiAgentBAI):
     name = "dp-mase"
     description = "rio2023 DP-MASE: multi-agent successive elimination with eps-DP communications"
     bandit_kinds = ("bernoulli",)
-    fields = {
+    fields: ClassVar[dict[str, P.Field]] = {
         **COMMON,
         "epsilon": P.real(0.1, low=0.0, low_open=True, allow_inf=True,
                           doc="privacy level eps (Sec. 6.2: 0.05, 0.1, 0.25); inf = no noise"),

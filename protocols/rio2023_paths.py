@@ -40,11 +40,14 @@ An agent running successive elimination (CE appendix Alg. 4) samples every arm o
 set once per activation and tests the elimination condition at *every* local step, so its
 decisions depend on the whole walk ``S_k(1), S_k(2), ...`` of each arm's sum. :class:`RewardPaths`
 draws an agent's per-step rewards ahead, in blocks (the first 128 local steps of every agent
-in one call at the start, then 256, 512, up to 1024 steps), with one vectorised ``bandit.pull_many(agents, arms, 1)`` call per block (the agent's own reward
+in one call at the start, then blocks sized to reach the predicted next crossing), with one
+vectorised ``bandit.pull_many(agents, arms, 1)`` call per block (the agent's own reward
 stream, consumed in step order), and finds the first local step where the condition holds
 with one vectorised test over the block. Revealed steps are kept ("banked") as the agent's
 future: when the agent later has to stop at an earlier step (a global elimination reaches it),
-its sums there are read from the bank. Only the timing of the agent's activations, not the
+its sums there are read from the bank. Banked rows are fully revealed, so no decision ever
+conditions the unrevealed part of a walk, and the block sizes change only which uniforms feed
+which step, not the law. Only the timing of the agent's activations, not the
 rounds of the other agents, is jumped over, so the Python cost of a run is proportional to the
 number of events (eliminations, synchronisations) and the numpy cost to local steps x arms.
 Rewards drawn ahead of a local step the agent never reaches (the run stops first, or the arm
@@ -58,7 +61,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from protocols.rio2023_rules import se_local_elimination
+from protocols.rio2023_rules import se_bound
 
 
 class ActivationClock:
@@ -104,21 +107,22 @@ class ActivationClock:
         self.hidden[agents] -= got
         self.reveal_time[agents] = now
 
-    def interrupt(self, agent: int, now: float) -> float | None:
-        """Move agent's next event to its first activation after ``now``; None if unchanged
-        (that activation is the scheduled event itself)."""
-        self.reveal(np.array([agent]), now)
-        h = int(self.hidden[agent])
-        if h == 0:
-            return None
-        when = now + (self.event_time[agent] - now) * self.rng.beta(1.0, h)
-        self.event_step[agent] = self.last_step[agent] + self.revealed[agent] + 1
-        self.event_time[agent] = when
-        self.reveal_time[agent] = now
-        self.revealed[agent] = 0
-        self.hidden[agent] = 0
-        self.version[agent] += 1
-        return when
+    def interrupt(self, agents: np.ndarray, now: float) -> np.ndarray:
+        """Move each agent's next event to its first activation after ``now`` (Beta(1, h) bridge).
+        Returns the agents whose event moved (the others' next activation is the event itself)."""
+        self.reveal(agents, now)
+        moved = agents[self.hidden[agents] > 0]
+        if len(moved) == 0:
+            return moved
+        h = self.hidden[moved]
+        when = now + (self.event_time[moved] - now) * self.rng.beta(1.0, h)
+        self.event_step[moved] = self.last_step[moved] + self.revealed[moved] + 1
+        self.event_time[moved] = when
+        self.reveal_time[moved] = now
+        self.revealed[moved] = 0
+        self.hidden[moved] = 0
+        self.version[moved] += 1
+        return moved
 
     def rounds(self, in_play: np.ndarray, now: float) -> int:
         """Exact number of rounds (activations of anybody) in [0, now]."""
@@ -136,22 +140,44 @@ class RewardPaths:
     meet the elimination condition for the current active set.
     """
 
-    def __init__(self, bandit, num_agents: int, num_arms: int, failure: float, *, block: int = 256,
-                 max_block: int = 1024, reward_stream=None):
+    def __init__(self, bandit, num_agents: int, num_arms: int, failure: float, *, block: int = 128,
+                 max_block: int = 4096, max_draws: int = 2048, reward_stream=None):
         self.bandit = bandit
         self.num_arms = num_arms
         self.failure = failure
         self.block = block
         self.max_block = max_block
+        self.max_draws = max_draws
         self.t = np.zeros(num_agents, dtype=np.int64)
         self.sums = np.zeros((num_agents, num_arms))
         self.bank = [np.zeros((0, num_arms)) for _ in range(num_agents)]
         self.checked = np.zeros(num_agents, dtype=np.int64)
         self._stream = reward_stream or (lambda n: n)
 
+    def _block_size(self, agent: int, active: np.ndarray) -> int:
+        """How many steps to draw next: enough to reach the step where the widest current gap
+        would cross the threshold if the empirical gap per step held (x 1.25, + 64), clipped to
+        [block, max_block]. Any size gives the same law; this only trades calls for overdraw."""
+        bank = self.bank[agent]
+        t = int(self.t[agent]) + len(bank)
+        last = bank[-1] if len(bank) else self.sums[agent]
+        arms = np.flatnonzero(active)
+        if t == 0 or len(arms) < 2:
+            return min(self.block, max(self.max_draws // max(len(arms), 1), 1))
+        drift = (last[arms].max() - last[arms].min()) / t
+        if drift <= 0:
+            return self.max_block
+        target = float(t)
+        for _ in range(4):                                   # fixed point of drift * t = B(t)
+            target = float(se_bound(target, self.num_arms, self.failure)) / drift
+        want = int(1.25 * target) - t + 64
+        # at most max_draws uniforms per call: the bandit buffers that many per agent (memory)
+        cap = max(self.max_draws // len(arms), 1)
+        return int(min(max(want, self.block), self.max_block, cap))
+
     def _extend(self, agent: int, active: np.ndarray) -> None:
         bank = self.bank[agent]
-        size = int(min(max(self.block, len(bank)), self.max_block))
+        size = self._block_size(agent, active)
         arms = np.flatnonzero(active)
         last = bank[-1] if len(bank) else self.sums[agent]
         who = np.full(size * len(arms), self._stream(agent), dtype=np.int64)
@@ -184,9 +210,9 @@ class RewardPaths:
             start = int(self.checked[agent])
             if start < len(bank):
                 steps = self.t[agent] + 1 + np.arange(start, len(bank))
-                arms = np.flatnonzero(active)
-                hit = se_local_elimination(bank[start:, arms], np.ones(len(arms), dtype=bool), steps,
-                                           self.num_arms, self.failure).any(axis=1)
+                block = bank[start:, np.flatnonzero(active)]
+                # some arm k has max_l S_l - S_k >= B(t)  <=>  max - min >= B(t)  (CE Alg. 4 line 5)
+                hit = block.max(axis=1) - block.min(axis=1) >= se_bound(steps, self.num_arms, self.failure)
                 if hit.any():
                     first = int(np.argmax(hit))
                     self.checked[agent] = start + first

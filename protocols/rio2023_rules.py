@@ -116,31 +116,6 @@ def se_local_elimination(sums: np.ndarray, active: np.ndarray, t: np.ndarray, nu
     return active & ((best[:, None] - sums) >= se_bound(t, num_arms, failure)[:, None])
 
 
-def se_safe_jump(sums: np.ndarray, active: np.ndarray, t: np.ndarray, num_arms: int, failure: float,
-                 reward_range: float | None) -> np.ndarray:
-    """Number of local steps j >= 1 an agent can be left alone: no elimination can happen at
-    local steps t+1 .. t+j-1, so the next check that matters is at step t + j.
-
-    With rewards in an interval of width ``r``, the largest sum gap ``G = max_l S_l - S_k``
-    grows by at most ``r`` per step, and the threshold ``B(t) = 2 t alpha(t)`` is increasing, so
-    ``G(t + i) <= G(t) + i r < B(t + 1) <= B(t + i)`` for every ``i < (B(t+1) - G(t)) / r``:
-    ``j = ceil((B(t + 1) - G(t)) / r)``. Unbounded rewards (``reward_range=None``) give j = 1.
-    Rows with fewer than two active arms get j = 1 (they leave at their next activation).
-    """
-    sums = np.atleast_2d(sums)
-    active = np.atleast_2d(active)
-    t = np.atleast_1d(np.asarray(t, dtype=float))
-    if reward_range is None:
-        return np.ones(len(t), dtype=np.int64)
-    best = np.max(np.where(active, sums, -np.inf), axis=1)
-    worst = np.min(np.where(active, sums, np.inf), axis=1)
-    gap = best - worst
-    room = (se_bound(t + 1.0, num_arms, failure) - gap) / reward_range
-    jump = np.ceil(room)
-    jump = np.where(active.sum(axis=1) >= 2, np.maximum(jump, 1.0), 1.0)
-    return jump.astype(np.int64)
-
-
 # ---------------------------------------------------------------------- agent distribution P_N
 def agent_weights(num_agents: int, law: str, exponent: float = 0.8, offset: float = 0.0) -> np.ndarray:
     """P_N (Assumption 3.3): ``"uniform"`` or ``"zipf"``, ``P(n) ∝ (n + offset)^(-exponent)`` for

@@ -47,8 +47,13 @@ Decisions where the paper is ambiguous (each pinned by a test in ``tests/test_zh
 
 * Initialisation (line 1) happens at tick 0: each agent pulls every arm once (M pulls in that
   tick, counted in regret), n = ñ = 1, theta = X̃ = X(0). The loop then runs at ticks 1, 2, ...
-* Fed_UCB feeds X(0) through the private counter too (stream position t + 1 for time t):
-  Alg. 4 line 1 would otherwise release the initial observation without noise.
+* Fed_UCB initialises with the clean X(0), exactly as Alg. 4 line 1; the private counter covers
+  the stream X(1), ..., X(T), which is the stream Def. 1 protects. X̃(t) = (X(0) + noisy sum of
+  X(1..t)) / n. (Privatising X(0) too would put Laplace noise of scale ~ log2(T)/eps on the n = 1
+  estimates while Eq. (12)'s privacy term vanishes at n = 1 (log 1 = 0): arms whose first draw
+  came out very negative would never be pulled again.)
+* Eq. (12)'s ``log n`` is read as ``log max(n, 2)`` (see :func:`confidence_bound`: literally the
+  bonus at n = 1 is smaller than at large n and once-pulled arms starve).
 * ``log`` in Eq. (11)/(12) is the natural log (Hoeffding steps of Sec. 3.5); the tree's
   eps' uses base 2 (see :mod:`protocols.privacy.tree`). T in Eq. (12) is the number of
   ticks of the run.
@@ -111,13 +116,19 @@ def confidence_bound(n: np.ndarray, t: int, num_agents: int, *, horizon: int = 1
 
     Eq. (11): sqrt(2 N log t / n) + alpha_1.
     Eq. (12): alpha_1 + sqrt(2 N (128 N log^2 T log t log n / (n^2 eps^2) + 1 / n) log t).
+
+    In Eq. (12) ``log n`` is read as ``log max(n, 2)``: literally, log 1 = 0 removes the privacy
+    term at n = 1, so an arm pulled once has a far *smaller* bonus than arms pulled thousands
+    of times (~14 against ~30 at fig2b settings) and is never pulled again. Lemma 6's bound
+    (P <= n^-2) is vacuous at n = 1 anyway; with this reading the bonus is non-increasing in n
+    for every n >= 1, and it equals Eq. (12) for n >= 2.
     """
     n = np.asarray(n, dtype=float)
     log_t = math.log(t)
     big_n = float(num_agents)
     if math.isinf(epsilon):
         return np.sqrt(2.0 * big_n * log_t / n) + alpha1(num_agents)                       # Eq. (11)
-    privacy = 128.0 * big_n * math.log(horizon) ** 2 * log_t * np.log(n) / (n**2 * epsilon**2)
+    privacy = 128.0 * big_n * math.log(horizon) ** 2 * log_t * np.log(np.maximum(n, 2.0)) / (n**2 * epsilon**2)
     return alpha1(num_agents) + np.sqrt(2.0 * big_n * (privacy + 1.0 / n) * log_t)          # Eq. (12)
 
 
@@ -208,14 +219,15 @@ class GossipUCB(Protocol):
         graph = sim.network.agent_graph
         self.num_agents, self.num_arms = n_agents, n_arms
         self.period = sim.clock_period
-        self.ticks = max(1, int(math.ceil(sim.horizon / self.period - 1e-9)) - 1)   # T: ticks 1..T
+        self.ticks = max(1, math.ceil(sim.horizon / self.period - 1e-9) - 1)   # T: ticks 1..T
         self.lambda2 = second_eigenvalue(expected_gossip_matrix(graph))
         self.hood = neighbourhoods(graph, n_agents)
         self.edges = np.array(sorted((min(u, v), max(u, v)) for u, v in graph.edges()), dtype=np.int64)
         self.rng = sim.streams.for_("protocol")
         self.best_arm = sim.bandit.best_arm
-        self.counter = BinaryTreeCounter(epsilon=self.epsilon(), horizon=self.ticks + 1, shape=(n_agents, n_arms),
+        self.counter = BinaryTreeCounter(epsilon=self.epsilon(), horizon=self.ticks, shape=(n_agents, n_arms),
                                          rng=sim.streams.for_("privacy"))
+        self.initial = np.zeros((n_agents, n_arms))   # X(0), Alg. 4 line 1
         self.n = np.zeros((n_agents, n_arms))
         self.ntilde = np.zeros((n_agents, n_arms))
         self.xbar = np.zeros((n_agents, n_arms))
@@ -235,7 +247,6 @@ class GossipUCB(Protocol):
         gossip_rng = sim.streams.for_("gossip")
         if self._realistic:
             self._heard = np.zeros((n_agents, n_arms))
-            self.theta_in_flight = np.zeros(n_arms)   # sum of corrections sent but not yet applied
             sim.network.subscribe_batch(THETA, self._on_theta)
             sim.network.subscribe_batch(NTILDE, self._on_ntilde)
             poisson_edge_clocks(sim.env, sim.network, gossip_rng, self._gossip_now,
@@ -264,10 +275,9 @@ class GossipUCB(Protocol):
         rewards = self.sim.bandit.pull_many(agents, arms).reshape(n_agents, n_arms)
         self.n[:] = 1.0
         self.ntilde[:] = 1.0
-        released = self.counter.release((agents.reshape(n_agents, n_arms), arms.reshape(n_agents, n_arms)), 1,
-                                        rewards)
-        self.xbar[:] = released
-        self.theta[:] = released
+        self.initial[:] = rewards
+        self.xbar[:] = rewards
+        self.theta[:] = rewards
         if self._realistic:
             self._send_ntilde()
 
@@ -287,9 +297,9 @@ class GossipUCB(Protocol):
         self.arms, self.lagging = arms, lagging
         rewards = self.sim.bandit.pull_many(self._agents, arms)                    # line 14
         n[self._agents, arms] += 1.0                                               # line 15
-        released = self.counter.release((self._agents, arms), t + 1, rewards)     # Eq. (2) / Alg. 3
+        released = self.counter.release((self._agents, arms), t, rewards)         # Alg. 3, X(1..t)
         delta = np.zeros_like(self.xbar)
-        new_mean = released / n[self._agents, arms]
+        new_mean = (self.initial[self._agents, arms] + released) / n[self._agents, arms]  # Eq. (2)
         delta[self._agents, arms] = new_mean - self.xbar[self._agents, arms]
         self.xbar[self._agents, arms] = new_mean
         if t > self.ticks // 2:

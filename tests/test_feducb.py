@@ -15,7 +15,13 @@ from netsim.bandits.linear import gapped_contexts, gapped_theta
 from netsim.errors import InputError
 from netsim.sim import Simulation
 from netsim.streams import Streams, trial_sequence
-from protocols.feducb import (LinUCBState, _rank_one, communication_bound, sync_trigger, threshold_for)
+from protocols.feducb import (
+    LinUCBState,
+    _rank_one,
+    communication_bound,
+    sync_trigger,
+    threshold_for,
+)
 
 BASE = {
     "name": "t",

@@ -8,6 +8,8 @@ Privacy levels are scaled as in the bundled scenarios (epsilon x 1000, see docs/
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 
 from tests.test_feducb import simulate
@@ -24,7 +26,7 @@ def test_regret_falls_with_epsilon():
     # measured: 96.6 > 79.2 > 35.0 > 10.8
     values = [regret("network.agents=4", "protocol.communication=m1.5", f"protocol.epsilon={e}")
               for e in ("3e2", "3e3", "3e4", "inf")]
-    assert all(a > b for a, b in zip(values, values[1:])), values
+    assert all(a > b for a, b in pairwise(values)), values
 
 
 def test_per_agent_regret_falls_with_m():

@@ -9,11 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.privacy.gaussian_tree import FedUCBCalibration, GaussianTreePrivatizer, symmetric_noise, tree_depth
+from protocols.privacy.gaussian_tree import (
+    FedUCBCalibration,
+    GaussianTreePrivatizer,
+    symmetric_noise,
+    tree_depth,
+)
 
 
 def cal(**kw) -> FedUCBCalibration:
-    args = dict(epsilon=1.0, delta=0.1, alpha=0.1, dimension=2, agents=3, releases=16, L=1.0, S=1.0, sigma=0.5)
+    args = {"epsilon": 1.0, "delta": 0.1, "alpha": 0.1, "dimension": 2, "agents": 3, "releases": 16, "L": 1.0,
+            "S": 1.0, "sigma": 0.5}
     args.update(kw)
     return FedUCBCalibration(**args)
 
@@ -55,8 +61,9 @@ def test_non_private_switch():
     assert tree.noise_drawn[0] == 0
 
 
-@pytest.mark.parametrize("bad", [dict(epsilon=0.0), dict(epsilon=-1.0), dict(delta=1.0), dict(delta=0.0),
-                                 dict(alpha=0.0), dict(L=0.0), dict(releases=0), dict(epsilon=float("nan"))])
+@pytest.mark.parametrize("bad", [{"epsilon": 0.0}, {"epsilon": -1.0}, {"delta": 1.0}, {"delta": 0.0},
+                                 {"alpha": 0.0}, {"L": 0.0}, {"releases": 0}, {"epsilon": float("nan")},
+                                 {"estimators": 0}])
 def test_invalid_arguments(bad):
     with pytest.raises(ValueError, match="accepted"):
         cal(**bad)
@@ -82,7 +89,7 @@ def test_release_is_exact_prefix_plus_stored_noise(rounds, seed):
         noise = tree.noise_in_release()
         np.testing.assert_allclose(noise, noise.transpose(0, 2, 1))
         # least nodes: popcount(r) <= 1 + ceil(log2 r) = depth of a tree with r leaves
-        assert tree.nodes_used(r) == bin(r).count("1") <= tree_depth(r)
+        assert tree.nodes_used(r) == r.bit_count() <= tree_depth(r)
     assert tree.noise_drawn.tolist() == [rounds, rounds]  # one new node per release
 
 
@@ -128,7 +135,7 @@ def test_release_noise_variance(r):
         tree.release(np.zeros((streams, 3, 3)))
     noise = tree.noise_in_release()
     np.testing.assert_allclose(noise, noise.transpose(0, 2, 1))
-    k = bin(r).count("1")
+    k = r.bit_count()
     var = noise.var(axis=0)
     expected = k * tree.entry_variance
     np.testing.assert_allclose(var, expected, rtol=0.10)

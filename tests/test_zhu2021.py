@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from netsim import scenario as S
 from netsim.errors import InputError
@@ -17,6 +20,8 @@ from protocols import zhu2021 as Z
 # Heterogeneous instance where every agent's local best arm differs from the global best:
 # global means (0.3, 0.7, 0.3); agent 0 prefers arm 0 locally, agent 1 arm 2, agent 2 arm 1.
 HETERO = [[0.9, 0.6, 0.0], [0.0, 0.6, 0.9], [0.0, 0.9, 0.0]]
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
 
 def scenario(protocol: dict, *, agents=3, topology="complete", horizon=2000, bandit=None, network=None,
@@ -63,7 +68,7 @@ def test_lambda2_of_path_and_ring_from_laplacian(graph, closed_form):
 def test_lambda2_reported_in_results_for_bundled_figures():
     rows = {}
     for name in ("zhu2021-fig2a-epsinf", "zhu2021-fig2b-epsinf"):
-        sc = S.load(f"scenarios/{name}.toml", ["run.horizon=5"])
+        sc = S.load(str(SCENARIOS / f"{name}.toml"), ["run.horizon=5"])
         rows[name] = run_trial(sc, trial_sequence(1, 0), 0).row["lambda2"]
     assert rows["zhu2021-fig2a-epsinf"] == pytest.approx(0.5)
     assert round(rows["zhu2021-fig2b-epsinf"], 2) == 0.99
@@ -76,10 +81,20 @@ def test_confidence_bounds_eq11_eq12():
     np.testing.assert_allclose(c11, np.sqrt(6 * math.log(50) / n) + 64 / 3**17)
     c12 = Z.confidence_bound(n, 50, 3, horizon=1000, epsilon=2.0)
     priv = 128 * 3 * math.log(1000) ** 2 * math.log(50) * np.log(n) / (n**2 * 4.0)
-    np.testing.assert_allclose(c12, 64 / 3**17 + np.sqrt(6 * (priv + 1 / n) * math.log(50)))
-    assert c12[0] == pytest.approx(c11[0])  # log n = 0 at n = 1: no privacy term
+    np.testing.assert_allclose(c12[1:], (64 / 3**17 + np.sqrt(6 * (priv + 1 / n) * math.log(50)))[1:])
+    # n = 1: log n read as log 2 (decision pinned here), so the privacy term does not vanish
+    priv1 = 128 * 3 * math.log(1000) ** 2 * math.log(50) * math.log(2) / 4.0
+    assert c12[0] == pytest.approx(64 / 3**17 + math.sqrt(6 * (priv1 + 1) * math.log(50)))
     loose = Z.confidence_bound(n, 50, 3, horizon=1000, epsilon=1.0)
-    assert np.all(loose[1:] > c12[1:]) and np.all(c12[1:] > c11[1:])
+    assert np.all(loose > c12) and np.all(c12 > c11)
+
+
+@given(t=st.integers(2, 10**6), horizon=st.integers(2, 10**6), eps=st.floats(0.1, 50.0), agents=st.integers(2, 20))
+def test_private_bound_is_non_increasing_in_n(t, horizon, eps, agents):
+    """With log max(n, 2), C~(n) never grows with n (literal Eq. 12 jumps from n = 1 to n = 2)."""
+    n = np.arange(1.0, 400.0)
+    c = Z.confidence_bound(n, t, agents, horizon=horizon, epsilon=eps)
+    assert np.all(np.diff(c) <= 1e-12)
 
 
 def test_alpha1():
@@ -144,6 +159,26 @@ def test_fed_ucb_with_infinite_epsilon_equals_gossip_ucb_draw_for_draw():
     np.testing.assert_array_equal(g[0], f[0])
     np.testing.assert_array_equal(g[1], f[1])
     assert g[2]["forced_pulls"] == f[2]["forced_pulls"] and f[2]["noise_terms"] == 0
+
+
+def test_fed_ucb_initialisation_is_clean_and_later_releases_are_noised():
+    """Alg. 4 line 1: theta(0) = X~(0) = X(0) without noise; the counter covers X(1..T) (Def. 1),
+    so tick 1 draws exactly one Laplace term per agent (popcount(1) = 1, a fresh node)."""
+    seen = {}
+
+    def observer(p):
+        seen[p.t] = (p.theta.copy(), p.xbar.copy(), p.initial.copy(), p.counter.noise_terms, p.counter.sums)
+
+    sc = scenario({"name": "fed-ucb", "epsilon": 1.0}, horizon=3)
+    simulate(sc, observer=observer)
+    theta, xbar, initial, terms, _ = seen[1]
+    np.testing.assert_array_equal(theta, initial)
+    np.testing.assert_array_equal(xbar, initial)
+    assert terms == 0 and set(np.unique(initial)) <= {0.0, 1.0}  # clean Bernoulli draws
+    theta, xbar, initial, terms, sums = seen[2]
+    assert terms == 3
+    pulled = sums != 0
+    assert np.all(np.abs(xbar[pulled] - (initial[pulled] + sums[pulled]) / 2) > 0)  # noise was added
 
 
 def test_paper_mode_invariants_and_lemmas():
@@ -241,6 +276,7 @@ def test_realistic_mode_messages_delay_and_sum_invariant():
     assert bad == []
     row = result.row
     assert row["sent_zhu2021-theta"] == 2 * row["gossip_exchanges"] > 0
+    assert abs(row["gossip_exchanges"] - 0.5 * 400) < 4 * math.sqrt(0.5 * 400)  # Poisson, total rate 0.5
     assert row["sent_zhu2021-ntilde"] == row["ntilde_reads"] == 2 * 4 * 400
     assert all(m.due_at - m.sent_at == pytest.approx(3.0) for ev, m in deliveries if ev == "send")
 
@@ -289,22 +325,25 @@ def test_gossip_ucb_converges_to_global_best_where_isolated_ucb1_fails():
     """Every agent's local best arm differs from the global best for agents 0 and 1. Isolated UCB1
     keeps paying ~0.4 per tick for them; Gossip_UCB's second-half regret per agent is far below its
     first half (sublinear) and its late pulls go to the global best arm (arm 1)."""
-    horizon = 12000
+    horizon = 6000  # measured: Gossip_UCB 133 then 38 per agent; UCB1 ~1170 then ~1190 for agents 0, 1
     first_g, second_g, res_g = _split_regret(scenario({"name": "gossip-ucb"}, horizon=horizon))
-    first_u, second_u, _ = _split_regret(scenario({"name": "ucb1"}, horizon=horizon))
+    _, second_u, _ = _split_regret(scenario({"name": "ucb1"}, horizon=horizon))
     half = horizon / 2
     assert np.all(second_u[:2] > 0.3 * half)          # UCB1 stuck on local best arms: linear
     assert np.all(second_g < 0.5 * first_g)          # Gossip_UCB: regret growth slows down
     assert np.all(second_g < 0.1 * second_u[:2].min())
-    assert res_g.row["late_best_fraction"] > 0.95
+    assert res_g.row["late_best_fraction"] > 0.9  # measured 0.968
 
 
 def test_regret_grows_as_epsilon_falls():
-    """Fixed seeds, 3 trials each: mean regret of Fed_UCB increases as eps decreases (paper Fig. 2)."""
+    """Fixed seed, horizon 4000, global means (0.9, 0.1): Fed_UCB's regret increases as eps falls
+    (paper Fig. 2). Measured: 1458 / 1308 / 962 / 44 for eps = 1 / 2 / 5 / inf, with spread ~8 across
+    seeds 1-3; we require a 5% margin between consecutive levels."""
     bandit = {"kind": "heterogeneous", "arms": 2, "local_means": [[0.9, 0.1], [1.0, 0.0], [0.8, 0.2]],
               "noise": "bernoulli"}
-    means = {}
+    regret = {}
     for eps in (1.0, 2.0, 5.0, math.inf):
-        sc = scenario({"name": "fed-ucb", "epsilon": eps}, bandit=bandit, horizon=12000)
-        means[eps] = np.mean([run_trial(sc, trial_sequence(1, k), k).row["mean_agent_regret"] for k in range(2)])
-    assert means[1.0] > means[2.0] > means[5.0] > means[math.inf]
+        sc = scenario({"name": "fed-ucb", "epsilon": eps}, bandit=bandit, horizon=4000)
+        regret[eps] = run_trial(sc, trial_sequence(1, 0), 0).row["mean_agent_regret"]
+    assert regret[1.0] > 1.05 * regret[2.0] > 1.05 * 1.05 * regret[5.0]
+    assert regret[5.0] > 5 * regret[math.inf]

@@ -25,6 +25,8 @@ COLUMNS = [
 ]
 assert len(COLUMNS) == 50
 
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+
 
 def encounter(i: int, readmitted: str, **meds: str) -> dict:
     row = {c: "?" for c in COLUMNS}
@@ -121,7 +123,7 @@ def test_random_split_is_fixed_by_its_seed(data_file):
 
 def test_missing_file_is_a_clear_input_error(tmp_path):
     with pytest.raises(InputError) as err:
-        S.load("scenarios/zhu2021-fig2c.toml", [f"bandit.file={tmp_path / 'nope.csv'}"])
+        S.load(str(SCENARIOS / "zhu2021-fig2c.toml"), [f"bandit.file={tmp_path / 'nope.csv'}"])
     text = str(err.value)
     assert err.value.key == "bandit.file" and "nope.csv" in text and "accepted" in text
     assert "zhu2021-fig2c.toml" in text
@@ -137,7 +139,7 @@ def test_wrong_schema_and_bad_labels_are_rejected(tmp_path):
 
 
 def test_fig2c_runs_on_a_file_of_the_schema(data_file):
-    sc = S.load("scenarios/zhu2021-fig2c.toml", [f"bandit.file={data_file}", "run.horizon=200",
+    sc = S.load(str(SCENARIOS / "zhu2021-fig2c.toml"), [f"bandit.file={data_file}", "run.horizon=200",
                                                  "protocol.epsilon=inf"])
     row = run_trial(sc, trial_sequence(1, 0), 0).row
     assert row["protocol"] == "fed-ucb" and math.isinf(row["epsilon_spent"])

@@ -33,8 +33,8 @@ import numpy as np
 from scipy import special
 
 from netsim import params as P
-from netsim.errors import InputError
 from netsim.bandits.base import BanditEnvironment
+from netsim.errors import InputError
 from netsim.registry import bandits
 from netsim.streams import Streams
 
@@ -103,7 +103,7 @@ class LinearBandit(BanditEnvironment):
     @classmethod
     def check(cls, options: Mapping[str, Any], source: str | None = None) -> None:
         if options.get("contexts") != "gapped":
-            return None
+            return
         band, best = tuple(options.get("band", (0.5, 0.6))), tuple(options.get("best_band", (0.7, 0.8)))
         for key, pair in (("band", band), ("best_band", best)):
             if len(pair) != 2 or pair[0] > pair[1]:
@@ -112,7 +112,7 @@ class LinearBandit(BanditEnvironment):
         if best[0] <= band[1] or best[1] <= 0.0:
             raise InputError(f"bandit.best_band = {list(best)} must lie above bandit.band = {list(band)}; "
                              "accepted: best_band low > band high", source=source, key="bandit.best_band")
-        return None
+        return
 
     def __init__(self, options: Mapping[str, Any], num_agents: int, streams: Streams):
         super().__init__(options, num_agents, streams)

@@ -90,10 +90,15 @@ class FedUCBCalibration:
         Sub-Gaussian constant of the reward noise (assumption (d)).
     lam:
         Ridge regulariser used as rho_min = rho_max when epsilon = inf.
+    estimators:
+        gamma, the number of round-robin estimators per agent of decentralized FedUCB (Remark 5):
+        the union bound of Lambda and kappa runs over M gamma trees, i.e. ln(2 n M gamma / alpha)
+        (the "additional term of log(gamma)"); 1 for the centralized algorithm.
     """
 
     def __init__(self, *, epsilon: float, delta: float, alpha: float, dimension: int, agents: int,
-                 releases: int, L: float = 1.0, S: float = 1.0, sigma: float = 0.5, lam: float = 1.0):
+                 releases: int, L: float = 1.0, S: float = 1.0, sigma: float = 0.5, lam: float = 1.0,
+                 estimators: int = 1):
         self.epsilon = _check("epsilon", epsilon, allow_inf=True)
         self.delta = _check("delta", delta, high=1.0)
         self.alpha = _check("alpha", alpha, high=1.0)
@@ -103,6 +108,9 @@ class FedUCBCalibration:
         self.lam = _check("lam", lam)
         if int(dimension) < 1 or int(agents) < 1 or int(releases) < 1:
             raise ValueError(f"dimension, agents, releases = {dimension}, {agents}, {releases}; accepted: integers >= 1")
+        if int(estimators) < 1:
+            raise ValueError(f"estimators = {estimators}; accepted: an integer >= 1")
+        self.estimators = int(estimators)
         self.dimension = int(dimension)
         self.agents = int(agents)
         self.releases = int(releases)
@@ -114,8 +122,8 @@ class FedUCBCalibration:
 
     @property
     def _log_term(self) -> float:
-        """2 ln(2 n M / alpha), the union-bound term of Lambda and kappa."""
-        return 2.0 * math.log(2.0 * self.releases * self.agents / self.alpha)
+        """2 ln(2 n M gamma / alpha), the union-bound term of Lambda and kappa (gamma = 1: centralized)."""
+        return 2.0 * math.log(2.0 * self.releases * self.agents * self.estimators / self.alpha)
 
     @property
     def noise_variance(self) -> float:
@@ -163,11 +171,16 @@ class FedUCBCalibration:
         d = self.dimension
         return math.sqrt(self.scale) * (math.sqrt(d) + self._log_term) / math.sqrt(4.0 * math.sqrt(d) + self._log_term)
 
-    def beta(self, logdet_v: np.ndarray | float) -> np.ndarray:
-        """Prop. 2: sigma sqrt(2 log(2/alpha) + log det V - d log(M rho_min)) + S sqrt(M rho_max) + M kappa."""
-        m_agents, d = self.agents, self.dimension
-        radicand = 2.0 * math.log(2.0 / self.alpha) + np.asarray(logdet_v) - d * math.log(m_agents * self.rho_min)
-        return (self.sigma * np.sqrt(np.maximum(radicand, 0.0)) + self.S * math.sqrt(m_agents * self.rho_max)
+    def beta(self, logdet_v: np.ndarray | float, group: np.ndarray | float | None = None) -> np.ndarray:
+        """Prop. 2: sigma sqrt(2 log(2/alpha) + log det V - d log(M rho_min)) + S sqrt(M rho_max) + M kappa.
+
+        ``group`` replaces M by the number of agents whose releases a learner sums (decentralized
+        FedUCB: |N_gamma(i)|, the gamma-neighbourhood including i).
+        """
+        m_agents = np.asarray(self.agents if group is None else group, dtype=float)
+        d = self.dimension
+        radicand = 2.0 * math.log(2.0 / self.alpha) + np.asarray(logdet_v) - d * np.log(m_agents * self.rho_min)
+        return (self.sigma * np.sqrt(np.maximum(radicand, 0.0)) + self.S * np.sqrt(m_agents * self.rho_max)
                 + m_agents * self.kappa)
 
     def summary(self) -> dict[str, float]:
@@ -230,7 +243,7 @@ class GaussianTreePrivatizer:
     @staticmethod
     def nodes_used(r: int) -> int:
         """Number of tree nodes (noise matrices) in release r: popcount(r)."""
-        return bin(int(r)).count("1")
+        return int(r).bit_count()
 
     def _level(self, k: int) -> None:
         while len(self._exact) <= k:

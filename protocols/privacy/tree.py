@@ -81,7 +81,7 @@ class BinaryTreeCounter:
         if not (sensitivity > 0 and math.isfinite(sensitivity)):
             raise ValueError(f"sensitivity = {sensitivity!r}; accepted: a finite number > 0")
         if not callable(getattr(rng, "laplace", None)):
-            raise ValueError("rng must be a numpy.random.Generator (an object with .laplace)")
+            raise TypeError("rng must be a numpy.random.Generator (an object with .laplace)")
         self.horizon = int(horizon)
         self.shape = tuple(int(s) for s in shape)
         self.sensitivity = sensitivity
