@@ -50,9 +50,12 @@ BASES: dict[str, tuple[str, list[str]]] = {
     "dubey2020a-private": ("dubey2020a-fig1a", ["network.agents=12", "network.p=0.4", "run.horizon=300"]),
     "dubey2020a-byzantine": ("dubey2020a-fig1b", ["network.agents=12", "network.p=0.4", "run.horizon=300"]),
     "dp-ucb-int": ("dubey2020a-fig1a-dpucbint", ["network.agents=12", "run.horizon=300"]),
-    "fed-ucb": ("zhu2021-fig2a-eps1", ["run.horizon=2000"]),
-    "gossip-ucb": ("zhu2021-fig2a-eps1", ["protocol.name='gossip-ucb'", "protocol.epsilon=", "run.horizon=2000"]),
+    # zhu2021's "paper" mode reads neighbours instantly (no messages): the realistic mode sends them
+    "fed-ucb": ("zhu2021-fig2a-eps1", ["protocol.mode='realistic'", "run.horizon=2000"]),
+    "gossip-ucb": ("zhu2021-fig2a-eps1", ["protocol.name='gossip-ucb'", "protocol.epsilon=", "protocol.mode='realistic'",
+                                          "run.horizon=2000"]),
     "feducb": ("dubey2020b-fig1c", ["network.agents=4", "run.horizon=300"]),
+    "feducb-p2p": ("dubey2020b-p2p", ["network.agents=8", "network.p=0.4", "run.horizon=300"]),
     "mase": ("rio2023-fig1-left-eps0.1", ["protocol.name='mase'", "protocol.epsilon=", *RIO]),
     "dp-mase": ("rio2023-fig1-left-eps0.1", RIO),
     "corrupted-elimination": ("rio2023-fig1-right-xi0.05", RIO),
@@ -71,6 +74,8 @@ FAULTS: dict[str, Any] = {
     "duplication": lambda span: ["faults.duplication=0.2"],
     "reorder": lambda span: ["faults.reorder=0.3", "faults.reorder_delay={model='exponential', mean=2.0}"],
 }
+EXTRA_LABELS = {"dropped_link_down": "dropped (link down)", "dropped_crashed": "dropped (crashed)",
+                "duplicated": "duplicated", "reordered": "held back"}
 DEGRADED = 0.10  # regret rise (fraction) above which a completed run counts as degraded
 
 
@@ -168,6 +173,8 @@ def _cell_text(got: dict[str, Any], base: dict[str, Any]) -> str:
             f"cost {got['comm_cost']:.4g} ({_pct(got['comm_cost'], base['comm_cost'])})")
     if "correct" in got:
         text += f", correct {got['correct']}/{got['trials']}"
+    touched = [f"{got[k]:.4g} {label}" for k, label in EXTRA_LABELS.items() if got.get(k)]
+    text += f"; per trial {', '.join(touched)}" if touched else "; no message affected"
     if outcome == "failed":
         text += f"; {got['failed']}/{got['trials']} failed: {'; '.join(got['failures'])}"
     return text
@@ -195,8 +202,9 @@ def markdown(results: dict[str, Any], trials: int, seconds: float) -> str:
         "regret up by more than 10 % or fewer correct answers), **failed** (the watchdog ended a trial: no pull",
         "and no delivery for twice the length of the fault-free run, or 60 s of wall-clock time), **rejected** (the",
         "scenario is refused when loaded, with the message shown), **crashed** (an exception: a bug).",
-        "Numbers: mean group regret and communication cost of the faulty runs, and their change against the",
-        "fault-free run.",
+        "Numbers: mean group regret and communication cost of the faulty runs, their change against the",
+        "fault-free run, and the mean number of messages per trial the fault touched (\"no message affected\":",
+        "the protocol sends nothing the fault applies to, e.g. isolated or pooled baselines).",
         "",
         "| protocol | fault-free | " + " | ".join(FAULTS) + " |",
         "|---|---|" + "---|" * len(FAULTS),

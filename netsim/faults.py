@@ -1,6 +1,6 @@
 """Fault models of the ``[faults]`` scenario section: link outages, node crashes, duplication, reordering.
 
-Every fault is drawn from the trial's own ``("faults", k)`` streams, so adding a fault never
+Every fault is drawn from the trial's own ``faults*`` streams (see :class:`Faults`), so adding a fault never
 changes the reward, network or protocol draws of a trial (the protocol may of course react to
 the fault and then pull other arms). A scenario whose ``[faults]`` section is absent or empty
 builds no :class:`Faults` object at all: the network and the clocks take exactly the code path
