@@ -275,3 +275,13 @@ def test_same_seed_same_result():
     a = simulate("protocol.epsilon=2.0").result.row
     b = simulate("protocol.epsilon=2.0").result.row
     assert a["group_regret"] == b["group_regret"]
+
+
+@pytest.mark.parametrize("name", ["dubey2020b-fig1a", "dubey2020b-fig1b", "dubey2020b-fig1c", "dubey2020b-p2p"])
+def test_bundled_scenarios_load_and_run(name):
+    sc = S.load(name, ["run.horizon=15", "network.agents=5", "network.p=0.8"] if name.endswith("p2p")
+                else ["run.horizon=15", "network.agents=5"])
+    assert sc.scaled and sc.source.startswith("Dubey & Pentland 2020")
+    sim = Simulation(sc, trial_sequence(sc.run["seed"], 0))
+    row = sim.run().row
+    assert row["mean_agent_regret"] >= 0 and sim.bandit.pulls.tolist() == [15] * 5
