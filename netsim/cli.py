@@ -7,6 +7,7 @@ Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal err
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -14,6 +15,13 @@ from pathlib import Path
 
 from netsim import __version__
 from netsim.errors import InputError
+
+# Trials are single-threaded; parallelism comes from --jobs / executors. Multi-threaded BLAS on
+# the small matrices of these simulations only adds contention (FedUCB's batched d x d products
+# ran 100x slower with the default thread count on a 2-core machine). Set before numpy loads
+# (none of the imports above loads it).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 EPILOG = """\
 examples:

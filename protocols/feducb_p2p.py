@@ -189,7 +189,8 @@ class DecentralizedFedUCB(Protocol):
         rewards = bandit.pull_many(self.everyone, arms)
         state.update(contexts[self.everyone, arms], rewards, rows)
         state.dt[rows] += 1
-        fire = sync_trigger(state.logdet_w[rows], state.logdet_s[rows], state.dt[rows], self.D) & (now >= self.pending_until[:, g])
+        fire = sync_trigger(state.logdet_w[rows], state.logdet_s[rows], state.dt[rows], self.D)
+        fire &= now >= self.pending_until[:, g]
         askers = np.flatnonzero(fire)
         if len(askers):
             self.pending_until[askers, g] = now + 2 * self.gamma

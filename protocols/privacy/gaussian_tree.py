@@ -107,7 +107,8 @@ class FedUCBCalibration:
         self.sigma = _check("sigma", sigma, low_open=False)
         self.lam = _check("lam", lam)
         if int(dimension) < 1 or int(agents) < 1 or int(releases) < 1:
-            raise ValueError(f"dimension, agents, releases = {dimension}, {agents}, {releases}; accepted: integers >= 1")
+            raise ValueError(f"dimension, agents, releases = {dimension}, {agents}, {releases}; "
+                             "accepted: integers >= 1")
         if int(estimators) < 1:
             raise ValueError(f"estimators = {estimators}; accepted: an integer >= 1")
         self.estimators = int(estimators)
@@ -299,7 +300,10 @@ class GaussianTreePrivatizer:
         return total
 
     def split(self, released: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(U_hat, u_hat): top-left d x d block + shift I, and the first d entries of the last column (Alg. 2 lines 12-13)."""
+        """(U_hat, u_hat): top-left d x d block + shift I, and the first d entries of the last column.
+
+        Alg. 2 lines 12-13.
+        """
         d = self.calibration.dimension
         gram = released[:, :d, :d] + self.calibration.shift * np.eye(d)
         return gram, released[:, :d, d].copy()
