@@ -52,8 +52,8 @@ BASES: dict[str, tuple[str, list[str]]] = {
     "dp-ucb-int": ("dubey2020a-fig1a-dpucbint", ["network.agents=12", "run.horizon=300"]),
     # zhu2021's "paper" mode reads neighbours instantly (no messages): the realistic mode sends them
     "fed-ucb": ("zhu2021-fig2a-eps1", ["protocol.mode='realistic'", "run.horizon=2000"]),
-    "gossip-ucb": ("zhu2021-fig2a-eps1", ["protocol.name='gossip-ucb'", "protocol.epsilon=", "protocol.mode='realistic'",
-                                          "run.horizon=2000"]),
+    "gossip-ucb": ("zhu2021-fig2a-eps1", ["protocol.name='gossip-ucb'", "protocol.epsilon=",
+                                          "protocol.mode='realistic'", "run.horizon=2000"]),
     "feducb": ("dubey2020b-fig1c", ["network.agents=4", "run.horizon=300"]),
     "feducb-p2p": ("dubey2020b-p2p", ["network.agents=8", "network.p=0.4", "run.horizon=300"]),
     "mase": ("rio2023-fig1-left-eps0.1", ["protocol.name='mase'", "protocol.epsilon=", *RIO]),
@@ -99,7 +99,7 @@ def _run(scenario: S.Scenario, trials: int) -> dict[str, Any]:
     out: dict[str, Any] = {
         "trials": trials,
         "failed": sum(r["status"] != "ok" for r in rows),
-        "failures": sorted({r["failure"] for r in rows if r["failure"]}),
+        "failures": sorted({r["failure"] for r in rows if r["status"] != "ok"}),
         "group_regret": float(np.mean([r["group_regret"] for r in rows])),
         "comm_cost": float(np.mean([r["comm_cost"] for r in rows])),
         "end_time": float(np.mean([r["end_time"] for r in rows])),

@@ -19,8 +19,8 @@ import numpy as np
 import simpy
 
 from netsim.errors import ProtocolError
-from netsim.metrics import Metrics
 from netsim.faults import NoFaults
+from netsim.metrics import Metrics
 from netsim.network import CHECKPOINT, DELIVERY, TICK, Message, Network
 from netsim.protocol import Protocol
 from netsim.registry import bandits, protocols
@@ -275,7 +275,7 @@ class Simulation:
             "messages_in_flight": self.network.in_flight,
             "rounds": m.rounds,
             "status": "failed" if self._failure else "ok",
-            "failure": self._failure,
+            "failure": self._failure or "none",  # never empty: an empty CSV cell reads back as NaN
         }
         for kind in sorted(m.messages):
             row[f"sent_{kind}"] = m.messages[kind].sent

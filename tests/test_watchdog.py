@@ -65,7 +65,7 @@ def test_watchdog_ends_a_silent_trial_as_failed():
 
 def test_watchdog_off_by_default_and_quiet_when_progressing():
     row = Simulation(stuck(), trial_sequence(2, 0)).run().row
-    assert row["status"] == "ok" and row["failure"] == "" and row["end_time"] == 1000.0
+    assert row["status"] == "ok" and row["failure"] == "none" and row["end_time"] == 1000.0
     row = Simulation(stuck({"watchdog": 3}, stuck_at=2000.0), trial_sequence(2, 0)).run().row
     assert row["status"] == "ok" and row["end_time"] == 1000.0
 
@@ -80,11 +80,12 @@ def test_runner_keeps_the_other_trials(tmp_path):
     sc = stuck({"watchdog": 10, "trials": 4}, odd_only=True)
     results = run_scenario(sc, executor="serial", progress=False)
     write_results(tmp_path, sc, results)
-    table = pd.read_csv(tmp_path / "trials.csv", keep_default_na=False)
+    table = pd.read_csv(tmp_path / "trials.csv")
     assert list(table["trial"]) == [0, 1, 2, 3]
     assert list(table["status"]) == ["ok", "failed", "ok", "failed"]
     assert list(table["end_time"]) == [1000.0, 20.0, 1000.0, 20.0]
-    assert table["failure"][0] == "" and "watchdog" in table["failure"][1]
+    assert table["failure"][0] == "none" and "watchdog" in table["failure"][1]
+    assert not table.isna().any().any()
 
 
 def test_watchdog_keys_validated_and_kept_out_of_resolved_form_when_off():
