@@ -31,15 +31,16 @@ from netsim.network import Network
 AGENTS, DEGREE, TICKS, REPEATS = 200, 4, 100, 3
 
 
-def graph() -> nx.Graph:
-    return nx.random_regular_graph(DEGREE, AGENTS, seed=1)
+def graph(agents: int = AGENTS, degree: int = DEGREE) -> nx.Graph:
+    return nx.random_regular_graph(degree, agents, seed=1)
 
 
-def run_engine(delay: Distribution) -> tuple[int, float]:
-    g = graph()
+def run_engine(delay: Distribution, agents: int = AGENTS, degree: int = DEGREE, ticks: int = TICKS) -> tuple[int, float]:
+    """Run the workload through :class:`Network`; return (messages received, wall seconds)."""
+    g = graph(agents, degree)
     env = simpy.Environment()
-    metrics = Metrics(AGENTS, AGENTS, 1.0, 25.0)
-    net = Network(env, g, num_agents=AGENTS, components=[list(range(AGENTS))], delay=delay, server_delay=delay,
+    metrics = Metrics(agents, agents, 1.0, 25.0)
+    net = Network(env, g, num_agents=agents, components=[list(range(agents))], delay=delay, server_delay=delay,
                   loss=0.0, link_overrides={}, rng=np.random.default_rng(0), metrics=metrics)
     received = [0]
 
@@ -49,8 +50,8 @@ def run_engine(delay: Distribution) -> tuple[int, float]:
     net.subscribe("M", handler)
 
     def clock():
-        for _ in range(TICKS):
-            for agent in range(AGENTS):
+        for _ in range(ticks):
+            for agent in range(agents):
                 net.broadcast(agent, "M", agent)
             yield env.timeout(1.0)
 
@@ -60,9 +61,10 @@ def run_engine(delay: Distribution) -> tuple[int, float]:
     return received[0], time.perf_counter() - start
 
 
-def run_naive(delay: Distribution) -> tuple[int, float]:
-    g = graph()
-    neighbors = [sorted(g.neighbors(n)) for n in range(AGENTS)]
+def run_naive(delay: Distribution, agents: int = AGENTS, degree: int = DEGREE, ticks: int = TICKS) -> tuple[int, float]:
+    """Run the workload with one SimPy process per message; return (messages received, wall seconds)."""
+    g = graph(agents, degree)
+    neighbors = [sorted(g.neighbors(n)) for n in range(agents)]
     env = simpy.Environment()
     rng = np.random.default_rng(0)
     received = [0]
@@ -75,8 +77,8 @@ def run_naive(delay: Distribution) -> tuple[int, float]:
         handler(message)
 
     def clock():
-        for _ in range(TICKS):
-            for agent in range(AGENTS):
+        for _ in range(ticks):
+            for agent in range(agents):
                 for dst in neighbors[agent]:
                     wait = delay.args["value"] if delay.is_constant else float(delay.sample(rng))
                     env.process(deliver((agent, dst, "M", agent), wait))

@@ -1,0 +1,274 @@
+"""The benchmarks of ``python -m benchmarks``: one function per benchmark, returning a JSON-able dict.
+
+Each benchmark reuses the workload of its family script (``benchmarks/<family>.py``) and measures
+it with :func:`benchmarks.harness.run_case` against a baseline run in the same process, so the
+ratios are comparable even when the machine is busy. ``quick`` selects tiny sizes (a smoke test:
+the numbers then mean nothing).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks import dubey2020a as dubey_bench
+from benchmarks import engine as engine_bench
+from benchmarks import feducb as feducb_bench
+from benchmarks import rio2023 as rio_bench
+from benchmarks import zhu2021 as zhu_bench
+from benchmarks.harness import loglog_slope, ratio, run_case
+from netsim import scenario as S
+from netsim.distributions import Distribution
+from netsim.sim import run_trial
+from netsim.streams import trial_sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Sizes of every benchmark: full run (the page) and --quick (smoke test).
+SIZES: dict[str, dict[str, Any]] = {
+    "full": {
+        "repeats": 3,
+        "engine": {"agents": 200, "degree": 4, "ticks": 100},
+        "gossip": {"ticks": 5000},
+        "local": {"agents": 200, "horizon": 100},
+        "feducb": {"horizon": 1000},
+        "bai": {"agents": 1024, "reference_rounds": 10000},
+        "scaling": {"agents": [50, 100, 200, 400, 800], "horizons": [1000, 10000, 100000]},
+    },
+    "quick": {
+        "repeats": 1,
+        "engine": {"agents": 20, "degree": 4, "ticks": 5},
+        "gossip": {"ticks": 100},
+        "local": {"agents": 20, "horizon": 5, "extra": ["network.p=0.5"]},
+        "feducb": {"horizon": 20},
+        "bai": {"agents": 64, "reference_rounds": 200},
+        "scaling": {"agents": [10, 20], "horizons": [100, 200]},
+    },
+}
+
+
+def scenario_path(name: str) -> str:
+    """Path of a bundled scenario of this checkout (not of an installed copy)."""
+    return str(ROOT / "scenarios" / f"{name}.toml")
+
+
+def run_scenario(name: str, overrides: list[str], trial: int = 0) -> dict:
+    """One trial of a bundled scenario; returns its ``trials.csv`` row."""
+    sc = S.load(scenario_path(name), overrides)
+    return run_trial(sc, trial_sequence(sc.run["seed"], trial), trial).row
+
+
+# ----------------------------------------------------------------------------- engine
+def engine(quick: bool) -> dict:
+    """Engine message throughput against one SimPy process per message (benchmarks/engine.py)."""
+    size = SIZES["quick" if quick else "full"]
+    e = size["engine"]
+    cases, ratios = {}, {}
+    for label, delay in (("constant", Distribution("constant", {"value": 1.0})),
+                         ("exponential", Distribution("exponential", {"mean": 1.0}))):
+        for impl, fn in (("engine", engine_bench.run_engine), ("naive", engine_bench.run_naive)):
+            def case(fn=fn, delay=delay):
+                return {"work": fn(delay, e["agents"], e["degree"], e["ticks"])[0]}
+            cases[f"{impl}-{label}"] = run_case(case, repeats=size["repeats"])
+        ratios[label] = ratio(cases[f"engine-{label}"], cases[f"naive-{label}"])
+    return {
+        "title": "Engine message throughput vs naive SimPy (one process per message)",
+        "workload": f"{e['agents']} agents, {e['degree']}-regular graph, every agent broadcasts every tick for "
+                    f"{e['ticks']} ticks; unit: messages delivered",
+        "unit": "messages",
+        "cases": cases,
+        "ratios": {"engine/naive (constant delays, paper mode)": ratios["constant"],
+                   "engine/naive (exponential delays, realistic mode)": ratios["exponential"]},
+        "targets": {"engine/naive (constant delays, paper mode)": [">=", 5.0]},
+    }
+
+
+# ----------------------------------------------------------------------------- zhu2021
+GOSSIP = ["protocol.name='gossip-ucb'", "protocol.epsilon="]
+
+
+def gossip(quick: bool) -> dict:
+    """Per-tick agent-steps of Gossip_UCB / Fed_UCB against the plain numpy loop (benchmarks/zhu2021.py)."""
+    size = SIZES["quick" if quick else "full"]
+    ticks = size["gossip"]["ticks"]
+    runs = {
+        "gossip-ucb (engine)": lambda: zhu_bench.engine_rate("zhu2021-fig2b-epsinf", ticks, GOSSIP),
+        "plain numpy, eps = inf": lambda: zhu_bench.plain_loop(10, 10, ticks, math.inf),
+        "fed-ucb eps = 1 (engine)": lambda: zhu_bench.engine_rate("zhu2021-fig2b-eps1", ticks, []),
+        "plain numpy, eps = 1": lambda: zhu_bench.plain_loop(10, 10, ticks, 1.0),
+    }
+    cases = {}
+    for name, fn in runs.items():
+        def case(fn=fn):
+            out = fn()
+            return {"work": out["agents"] * out["ticks"], "mean_agent_regret": out["mean_agent_regret"]}
+        cases[name] = run_case(case, repeats=size["repeats"])
+    g = ratio(cases["plain numpy, eps = inf"], cases["gossip-ucb (engine)"])
+    f = ratio(cases["plain numpy, eps = 1"], cases["fed-ucb eps = 1 (engine)"])
+    return {
+        "title": "Gossip_UCB / Fed_UCB per-tick agent-steps vs a plain vectorised numpy loop",
+        "workload": f"zhu2021 Fig. 2(b) setting: 10 agents on a path, 10 heterogeneous Gaussian arms, {ticks} ticks "
+                    "(paper mode); unit: agent-steps",
+        "unit": "agent-steps",
+        "cases": cases,
+        "ratios": {"plain/engine, Gossip_UCB": g, "plain/engine, Fed_UCB eps = 1": f},
+        "targets": {"plain/engine, Gossip_UCB": ["<=", 3.0]},
+    }
+
+
+# ----------------------------------------------------------------------------- dubey2020a
+def local(quick: bool) -> dict:
+    """LOCAL-protocol records forwarded per second (benchmarks/dubey2020a.py, Fig. 1(a) setting)."""
+    size = SIZES["quick" if quick else "full"]
+    s = size["local"]
+    overrides = [f"network.agents={s['agents']}", f"run.horizon={s['horizon']}", *s.get("extra", [])]
+    cases = {}
+    for name in ("dubey2020a-fig1a", "dubey2020a-fig1b"):
+        def case(name=name):
+            out = dubey_bench.measure(scenario_path(name), overrides, 2)
+            return {"work": out["records_forwarded"], "messages": out["messages_sent"], "gamma": out["gamma"]}
+        cases[name] = run_case(case, repeats=size["repeats"])
+    return {
+        "title": "LOCAL protocol (dubey2020a): records forwarded per second",
+        "workload": f"M = {s['agents']} agents, G(M, 0.1), K = 5, gamma = half the diameter, {s['horizon']} steps "
+                    "(private and byzantine-proof); unit: record-hops sent",
+        "unit": "records",
+        "cases": cases,
+        "ratios": {},
+        "targets": {},
+    }
+
+
+# ----------------------------------------------------------------------------- feducb
+def feducb(quick: bool) -> dict:
+    """FedUCB agent-steps per second, d = 10, K = 100, M = 10 (benchmarks/feducb.py)."""
+    size = SIZES["quick" if quick else "full"]
+    horizon = size["feducb"]["horizon"]
+    configs = {"mlogt, private": ['protocol.communication="mlogt"'],
+               "mt, private": ['protocol.communication="mt"'],
+               "mt, non-private": ['protocol.communication="mt"', "protocol.epsilon=inf"]}
+    cases = {}
+    for name, overrides in configs.items():
+        def case(overrides=overrides):
+            out = feducb_bench.measure(horizon, overrides)
+            return {"work": out["agents"] * out["trials"], "rounds": out["rounds"]}
+        cases[name] = run_case(case, repeats=size["repeats"])
+    return {
+        "title": "FedUCB agent-steps per second (d = 10, K = 100)",
+        "workload": f"centralized FedUCB, M = 10, gapped contexts, Bernoulli rewards, T = {horizon}; unit: agent-steps",
+        "unit": "agent-steps",
+        "cases": cases,
+        "ratios": {},
+        "targets": {},
+    }
+
+
+# ----------------------------------------------------------------------------- rio2023
+def bai(quick: bool) -> dict:
+    """BAI rounds simulated per second: exact-law epochs against round by round (benchmarks/rio2023.py)."""
+    size = SIZES["quick" if quick else "full"]
+    b = size["bai"]
+    n = [f"network.agents={b['agents']}"]
+    reference = n + ['protocol.simulation="rounds"', f"run.horizon={b['reference_rounds'] + 0.5}"]
+    cases, ratios = {}, {}
+    for label, name in (("DP-MASE", "rio2023-fig1-left-eps0.1"), ("CORRUPTED ELIMINATION", "rio2023-fig1-right-xi0.05")):
+        trial = iter(range(10**6))
+
+        def events(name=name, trial=trial):
+            row, _, _ = rio_bench._timed(name, n, next(trial))
+            return {"work": row["rounds_simulated"], "sample_complexity": row["sample_complexity"]}
+
+        def rounds(name=name):
+            row, _, _ = rio_bench._timed(name, reference, 0)
+            return {"work": row["rounds_simulated"]}
+
+        cases[f"{label}: exact-law events"] = run_case(events, repeats=size["repeats"])
+        cases[f"{label}: round by round"] = run_case(rounds, repeats=size["repeats"])
+        ratios[f"events/rounds, {label}"] = ratio(cases[f"{label}: exact-law events"], cases[f"{label}: round by round"])
+    return {
+        "title": "BAI rounds simulated per second: exact-law epochs vs round by round",
+        "workload": f"rio2023 Problem 1 (K = 10), N = {b['agents']}: full event-mode runs to |K| = 1 (a new seed each "
+                    f"repeat) against the same scenario simulated round by round, stopped after "
+                    f"{b['reference_rounds']} rounds; unit: rounds simulated",
+        "unit": "rounds",
+        "cases": cases,
+        "ratios": ratios,
+        "targets": {"events/rounds, DP-MASE": [">=", 100.0], "events/rounds, CORRUPTED ELIMINATION": [">=", 100.0]},
+    }
+
+
+# ----------------------------------------------------------------------------- scaling
+def _er_degree10(n: int) -> list[str]:
+    return [f"network.agents={n}", f"network.p={min(1.0, 10.0 / (n - 1)):.6g}"]
+
+
+#: One protocol per family: (family, protocol, scenario, base overrides, agents -> overrides,
+#: horizon -> overrides, fixed size of the other axis in each sweep, largest horizon measured).
+SCALING: list[dict[str, Any]] = [
+    {"family": "li2022", "protocol": "cdp-mab", "scenario": "li2022-fig4-eps1", "base": [],
+     "agents": lambda n: [f"network.agents={n}"], "agents_at": ["run.horizon=100000"], "agents_note": "T = 1e5",
+     "horizon_at": ["network.agents=50"], "horizon_note": "M = 50", "max_horizon": 100000},
+    {"family": "zhu2021", "protocol": "gossip-ucb", "scenario": "zhu2021-fig2b-epsinf", "base": GOSSIP + ["run.checkpoints=10"],
+     "agents": lambda n: [f"network.agents={n}"], "agents_at": ["run.horizon=500"], "agents_note": "path graph, T = 500",
+     "horizon_at": ["network.agents=10"], "horizon_note": "N = 10 path", "max_horizon": 100000},
+    {"family": "dubey2020a", "protocol": "dubey2020a-private", "scenario": "dubey2020a-fig1a",
+     "base": ["protocol.gamma=1", "run.checkpoints=10"],
+     "agents": _er_degree10, "agents_at": ["run.horizon=20"], "agents_note": "G(M, 10/(M-1)), gamma = 1, T = 20",
+     "horizon_at": _er_degree10(10), "horizon_note": "M = 10, G(10, 1), gamma = 1", "max_horizon": 10000},
+    {"family": "dubey2020b (FedUCB)", "protocol": "feducb", "scenario": "dubey2020b-fig1a", "base": ["run.checkpoints=10"],
+     "agents": lambda n: [f"network.agents={n}"], "agents_at": ["run.horizon=20"], "agents_note": "d = 10, K = 100, T = 20",
+     "horizon_at": ["network.agents=2"], "horizon_note": "M = 2, d = 10, K = 100", "max_horizon": 100000},
+    {"family": "rio2023", "protocol": "corrupted-elimination", "scenario": "rio2023-fig1-right-xi0.05", "base": [],
+     "agents": lambda n: [f"network.agents={n}"], "agents_at": [], "agents_note": "full runs to |K| = 1",
+     "horizon_at": ["network.agents=1024"], "horizon_note": "N = 1024, horizon = rounds cap", "max_horizon": 100000},
+]
+
+
+def scaling(quick: bool) -> dict:
+    """Cost against agents and horizon, one protocol per family; log-log slope of CPU seconds."""
+    size = SIZES["quick" if quick else "full"]["scaling"]
+    families = {}
+    for spec in SCALING:
+        out: dict[str, Any] = {"protocol": spec["protocol"], "scenario": spec["scenario"]}
+        for axis, values in (("agents", size["agents"]), ("horizon", size["horizons"])):
+            if axis == "horizon":
+                values = [h for h in values if h <= spec["max_horizon"]]
+                settings = [spec["base"] + spec["horizon_at"] + [f"run.horizon={h}"] for h in values]
+                note = spec["horizon_note"]
+            else:
+                at = spec["agents_at"] if not quick or not spec["agents_at"] else ["run.horizon=10"]
+                settings = [spec["base"] + at + spec["agents"](n) for n in values]
+                note = spec["agents_note"]
+            run_scenario(spec["scenario"], settings[0])          # warm-up (imports, caches)
+            points = []
+            for value, overrides in zip(values, settings, strict=True):
+                cpu, wall = time.process_time(), time.perf_counter()
+                row = run_scenario(spec["scenario"], overrides)
+                cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+                points.append({axis: value, "cpu_s": round(cpu, 3), "wall_s": round(wall, 3),
+                               "messages": row.get("messages_sent"), "rounds_simulated": row.get("rounds_simulated")})
+            out[axis] = {"at": note, "points": points,
+                         "slope": loglog_slope(values, [p["cpu_s"] for p in points]) if len(points) > 1 else None}
+        families[spec["family"]] = out
+    return {
+        "title": "Scaling of cost with agents and horizon (one protocol per family)",
+        "workload": "one trial per point, CPU seconds including scenario set-up; slope = least-squares slope of "
+                    "log(CPU s) on log(size), i.e. cost ~ size^slope",
+        "unit": "CPU s",
+        "families": families,
+        "ratios": {},
+        "targets": {},
+    }
+
+
+BENCHMARKS: dict[str, Callable[[bool], dict]] = {
+    "engine": engine,
+    "gossip": gossip,
+    "local": local,
+    "feducb": feducb,
+    "bai": bai,
+    "scaling": scaling,
+}
