@@ -116,7 +116,7 @@ class Flooding:
         ``"on_receipt"``: they are forwarded right after their delivery instant.
     """
 
-    def __init__(self, sim: "Simulation", kind: str, gamma: int, value_dtype: Sequence[tuple] | np.dtype, *,
+    def __init__(self, sim: Simulation, kind: str, gamma: int, value_dtype: Sequence[tuple] | np.dtype, *,
                  on_receive: ReceiveCallback | None = None, latest: bool = True, relay: str = "flush",
                  on_latest: LatestCallback | None = None):
         if int(gamma) != gamma or gamma < 0:
@@ -216,7 +216,7 @@ class Flooding:
         send_many = self.network.send_many
         kind = self.kind
         sent = 0
-        for a, b, src in zip(starts.tolist(), ends.tolist(), senders[starts].tolist()):
+        for a, b, src in zip(starts.tolist(), ends.tolist(), senders[starts].tolist(), strict=False):
             neighbors = self._neighbors[src]
             self._calls = 0  # corruptor calls for this chunk (see corruptor)
             send_many(src, neighbors, kind, records[a:b], size=b - a)
@@ -306,7 +306,8 @@ class Flooding:
         new = np.maximum(old, top)
         shift = new - old
         mask = self._mask[up]
-        self._mask[up] = np.where(shift >= WINDOW, np.uint64(0), mask << np.minimum(shift, WINDOW - 1).astype(np.uint64))
+        shifted = mask << np.minimum(shift, WINDOW - 1).astype(np.uint64)
+        self._mask[up] = np.where(shift >= WINDOW, np.uint64(0), shifted)
         self._high[up] = new
         fresh = ~seen
         bit = self._high[p] - s

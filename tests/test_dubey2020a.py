@@ -8,7 +8,8 @@ import math
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from netsim import scenario as S
 from netsim.errors import InputError
@@ -84,7 +85,8 @@ def test_epsilon_accounting():
     assert mech.lemma_3_6_bound(t, delta) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("kw", [{"epsilon": 0}, {"epsilon": 1.5}, {"epsilon": 0.1, "v": 1.0}, {"epsilon": 0.1, "v": 1.5}])
+@pytest.mark.parametrize("kw", [{"epsilon": 0}, {"epsilon": 1.5}, {"epsilon": 0.1, "v": 1.0},
+                                {"epsilon": 0.1, "v": 1.5}])
 def test_interval_mechanism_rejects_bad_parameters(kw):
     with pytest.raises(ValueError, match="accepted"):
         IntervalMechanism(**kw)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from netsim import scenario as S
 from netsim.flooding import Flooding, record_dtype
@@ -40,7 +41,7 @@ class Driver:
         sim.every(1.0, self.tick)
 
     def got(self, dst, records):
-        for d, r in zip(dst.tolist(), records):
+        for d, r in zip(dst.tolist(), records, strict=False):
             self.arrivals.append((self.sim.now, d, int(r["origin"]), int(r["seq"])))
 
     def tick(self, now):
