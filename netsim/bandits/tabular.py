@@ -68,8 +68,7 @@ class TabularBandit(BanditEnvironment):
 
     def __init__(self, options: Mapping[str, Any], num_agents: int, streams: Streams):
         super().__init__(options, num_agents, streams)
-        agents, arms, groups = read_table(Path(options["file"]), options["agent_column"], options["arm_column"],
-                                          options["reward_column"])
+        agents, arms, groups = self._load(options, num_agents)
         if len(agents) != num_agents:
             raise InputError(f"{options['file']} has {len(agents)} agents but network.agents = {num_agents}",
                              key="network.agents")
@@ -80,6 +79,11 @@ class TabularBandit(BanditEnvironment):
             raise InputError(f"no rows for agent {empty[0][0]!r}, arm {empty[0][1]!r}; every pair needs data",
                              key="bandit.file")
         self.local_means = np.array([[s.mean() for s in row] for row in self._samples])
+
+    def _load(self, options: Mapping[str, Any], num_agents: int) -> tuple[list, list, dict]:
+        """(agent labels, arm labels, {(agent, arm): rewards}); subclasses read other layouts."""
+        return read_table(Path(options["file"]), options["agent_column"], options["arm_column"],
+                          options["reward_column"])
 
     def _rewards(self, agents, arms, n, u):
         out = np.zeros(len(agents))

@@ -1,0 +1,117 @@
+"""Throughput of Gossip_UCB / Fed_UCB at Fig. 2(b) settings (N = 10 path, M = 10), as JSON.
+
+* ``engine``: the bundled scenarios ``zhu2021-fig2b-eps1`` and ``-epsinf`` (and the realistic
+  mode) run through :func:`netsim.sim.run_trial`, horizon ``--ticks``;
+* ``plain_numpy``: the same per-tick update (Eq. (1), line 6, Eq. (11)/(12), the binary-tree
+  counter, the gossip update on one uniform edge) as a bare numpy loop with Gaussian rewards
+  drawn directly: no SimPy, no bandit bookkeeping, no link accounting. It is the practical
+  limit of the vectorised update in Python.
+
+Usage: ``python benchmarks/zhu2021.py [--ticks 5000] [--repeat 2]``; prints one JSON object.
+Figures are agent-steps per second (agents x ticks / wall seconds), best of ``--repeat``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import sys
+import time
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from netsim import scenario as S
+from netsim.sim import run_trial
+from netsim.streams import trial_sequence
+from protocols import zhu2021 as Z
+from protocols.privacy.tree import BinaryTreeCounter
+
+
+def engine_rate(name: str, ticks: int, overrides: list[str]) -> dict:
+    sc = S.load(str(ROOT / "scenarios" / f"{name}.toml"), [f"run.horizon={ticks}", "run.checkpoints=10", *overrides])
+    started = time.perf_counter()
+    result = run_trial(sc, trial_sequence(1, 0), 0)
+    wall = time.perf_counter() - started
+    agents = sc.network["agents"]
+    return {"scenario": name, "overrides": overrides, "ticks": ticks, "agents": agents, "wall_s": round(wall, 3),
+            "agent_steps_per_s": round(agents * ticks / wall), "mean_agent_regret": result.row["mean_agent_regret"]}
+
+
+def plain_loop(num_agents: int, num_arms: int, ticks: int, epsilon: float, seed: int = 1) -> dict:
+    """Alg. 1 / Alg. 4 on a path graph with numpy only (same decision rule functions)."""
+    rng = np.random.default_rng(seed)
+    graph = nx.path_graph(num_agents)
+    hood = Z.neighbourhoods(graph, num_agents)
+    edges = np.array(list(graph.edges()))
+    means = rng.uniform(0, 1, (num_agents, num_arms))
+    counter = BinaryTreeCounter(epsilon=epsilon, horizon=ticks, shape=(num_agents, num_arms),
+                                rng=np.random.default_rng(seed + 1))
+    agents = np.arange(num_agents)
+    started = time.perf_counter()
+    first = means + rng.standard_normal(means.shape)
+    n = np.ones((num_agents, num_arms))
+    ntilde = n.copy()
+    xbar = first.copy()
+    theta = xbar.copy()
+    regret = 0.0
+    gaps = means.mean(axis=0).max() - means.mean(axis=0)
+    for t in range(1, ticks):
+        lagging = Z.consistency_set(n, ntilde, num_agents)
+        ntilde = Z.propagate_max_counts(n, ntilde, Z.neighbour_max(ntilde, hood))
+        bonus = Z.confidence_bound(n, t, num_agents, horizon=ticks, epsilon=epsilon)
+        arms = Z.select_arms(theta, bonus, lagging, rng)
+        rewards = means[agents, arms] + rng.standard_normal(num_agents)
+        regret += gaps[arms].sum()
+        n[agents, arms] += 1.0
+        released = counter.release((agents, arms), t, rewards)
+        delta = np.zeros_like(xbar)
+        new_mean = (first[agents, arms] + released) / n[agents, arms]
+        delta[agents, arms] = new_mean - xbar[agents, arms]
+        xbar[agents, arms] = new_mean
+        u, v = edges[rng.integers(len(edges))]
+        theta = Z.gossip_update(theta, delta, (u, v))
+    wall = time.perf_counter() - started
+    return {"agents": num_agents, "arms": num_arms, "ticks": ticks, "epsilon": str(epsilon), "wall_s": round(wall, 3),
+            "agent_steps_per_s": round(num_agents * ticks / wall), "mean_agent_regret": regret / num_agents}
+
+
+def best(runs: list[dict]) -> dict:
+    return max(runs, key=lambda r: r["agent_steps_per_s"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ticks", type=int, default=5000)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args(argv)
+    out = {
+        "benchmark": "zhu2021 Gossip_UCB / Fed_UCB, Fig. 2(b) settings: N = 10 agents on a path, M = 10 arms",
+        "python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine(),
+        "engine": [
+            best([engine_rate("zhu2021-fig2b-eps1", args.ticks, []) for _ in range(args.repeat)]),
+            best([engine_rate("zhu2021-fig2b-epsinf", args.ticks, []) for _ in range(args.repeat)]),
+            best([engine_rate("zhu2021-fig2b-epsinf", args.ticks, ["protocol.mode=realistic"])
+                  for _ in range(args.repeat)]),
+        ],
+        "plain_numpy": [
+            best([plain_loop(10, 10, args.ticks, 1.0) for _ in range(args.repeat)]),
+            best([plain_loop(10, 10, args.ticks, math.inf) for _ in range(args.repeat)]),
+        ],
+    }
+    out["engine_over_plain"] = {
+        "eps1": round(out["engine"][0]["agent_steps_per_s"] / out["plain_numpy"][0]["agent_steps_per_s"], 3),
+        "epsinf": round(out["engine"][1]["agent_steps_per_s"] / out["plain_numpy"][1]["agent_steps_per_s"], 3),
+    }
+    print(json.dumps(out, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,386 @@
+"""Gossip_UCB and Fed_UCB: federated bandits over gossip links (zhu2021).
+
+Zhu, Zhu, Liu & Liu, "Federated Bandit: A Gossiping Approach", Proc. ACM Meas. Anal. Comput.
+Syst. 5(1), 2021. N agents on a connected graph G face M arms with *heterogeneous* local means
+mu_{i,k}; the global mean is mu_k = (1/N) sum_i mu_{i,k} (Sec. 2) and regret is measured
+against it. Each agent keeps
+
+* n_{i,k}(t): its own pull counts; ñ_{i,k}(t): its estimate of the largest count of arm k in
+  the network, Eq. (1): ñ_{i,k}(t+1) = max{n_{i,k}(t), ñ_{j,k}(t) : j in N_i ∪ {i}};
+* X̃_{i,k}(t): its sample mean, Eq. (2); theta_{i,k}(t): its gossiped estimate of mu_k.
+
+Every tick t = 1..T (Alg. 1 / Alg. 4):
+
+1. the local consistency set A_i = {k : n_{i,k}(t) < ñ_{i,k}(t) - N} (line 6);
+2. if A_i is empty, pull argmax_k theta_{i,k}(t-1) + C_{i,k}(t) with C from Eq. (11)
+   (Gossip_UCB) or Eq. (12) (Fed_UCB); otherwise a uniformly random arm of A_i (line 13);
+3. update X̃ for the pulled arm (Fed_UCB: from the binary-tree private prefix sum, Alg. 3);
+4. the two endpoints of the activated link do the gossip update
+   theta_i(t) = (theta_i(t-1) + theta_j(t-1)) / 2 + X̃_i(t) - X̃_i(t-1) (line 20), everyone
+   else the normal update theta_i(t) = theta_i(t-1) + X̃_i(t) - X̃_i(t-1) (line 22).
+
+Fed_UCB is Gossip_UCB whose observation sums go through
+:class:`protocols.privacy.tree.BinaryTreeCounter` (one counter per (agent, arm)) and whose
+bonus is Eq. (12). Gossip_UCB runs the very same code with eps = inf (no noise, Eq. (11)), so
+the two agree draw for draw when Fed_UCB has eps = inf (Sec. 4.1: "Gossip_UCB is a special
+case of Fed_UCB when eps is infinity").
+
+Engine wiring (two modes, ``[protocol] mode``):
+
+* ``paper``: one global clock (period = ``[clock] period``) drives all agents, vectorised
+  over agents (state arrays N x M). One link per tick is drawn uniformly by
+  :func:`netsim.activation.uniform_edge_clock` (Sec. 2.2) and its endpoints exchange theta
+  within the tick. The ñ reads of Eq. (1) are instantaneous reads of every neighbour: we
+  count them as communication by activating every link of G at every tick (so C(T) = |E| c2
+  per tick) and report ``ntilde_reads`` = 2 |E| per tick (each read carries M counts).
+* ``realistic``: the same agent clock, but links fire at the rings of Poisson clocks
+  (:func:`netsim.activation.poisson_edge_clocks`, total rate ``gossip_rate`` per unit time),
+  theta travels as ``zhu2021-theta`` messages over the link's delay/loss law, and each agent
+  sends its ñ to its neighbours every tick as ``zhu2021-ntilde`` messages (merged at the
+  receiver's next tick). Agents keep pulling while theta is in flight. On arrival the
+  receiver applies the correction theta_i += (theta_j(s) - theta_i(s)) / 2, where s is the
+  activation time: with zero delay this is exactly line 20, and without loss it keeps
+  sum_i theta_i = sum_i X̃_i (the invariant of Eq. (9)), which a test checks. With unit
+  delay the ñ messages reproduce Eq. (1) exactly (Lemma 1 is tested in both modes).
+
+Decisions where the paper is ambiguous (each pinned by a test in ``tests/test_zhu2021.py``):
+
+* Initialisation (line 1) happens at tick 0: each agent pulls every arm once (M pulls in that
+  tick, counted in regret), n = ñ = 1, theta = X̃ = X(0). The loop then runs at ticks 1, 2, ...
+* Fed_UCB initialises with the clean X(0), exactly as Alg. 4 line 1; the private counter covers
+  the stream X(1), ..., X(T), which is the stream Def. 1 protects. X̃(t) = (X(0) + noisy sum of
+  X(1..t)) / n. (Privatising X(0) too would put Laplace noise of scale ~ log2(T)/eps on the n = 1
+  estimates while Eq. (12)'s privacy term vanishes at n = 1 (log 1 = 0): arms whose first draw
+  came out very negative would never be pulled again.)
+* Eq. (12)'s ``log n`` is read as ``log max(n, 2)`` (see :func:`confidence_bound`: literally the
+  bonus at n = 1 is smaller than at large n and once-pulled arms starve).
+* ``log`` in Eq. (11)/(12) is the natural log (Hoeffding steps of Sec. 3.5); the tree's
+  eps' uses base 2 (see :mod:`protocols.privacy.tree`). T in Eq. (12) is the number of
+  ticks of the run.
+* Ties in argmax go to the lowest arm index.
+* Eq. (1) includes the agent's own ñ (N_i ∪ {i}); by Lemma 1 this does not change its value.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from netsim import params as P
+from netsim.activation import poisson_edge_clocks, uniform_edge_clock
+from netsim.errors import InputError, ProtocolError
+from netsim.network import Message
+from netsim.protocol import Protocol
+from netsim.registry import register_protocol
+from protocols.privacy.tree import BinaryTreeCounter
+
+THETA = "zhu2021-theta"
+NTILDE = "zhu2021-ntilde"
+
+
+# ---------------------------------------------------------------------- graph facts (Sec. 3.1)
+def expected_gossip_matrix(graph: nx.Graph) -> np.ndarray:
+    """W = (1/|E|) sum_{(i,j) in E} (I - (e_i - e_j)(e_i - e_j)^T / 2), Sec. 3.1."""
+    nodes = sorted(graph.nodes())
+    where = {v: k for k, v in enumerate(nodes)}
+    size = len(nodes)
+    edges = list(graph.edges())
+    if not edges:
+        raise ValueError("the expected gossip matrix needs at least one edge")
+    w = np.zeros((size, size))
+    for u, v in edges:
+        d = np.zeros(size)
+        d[where[u]], d[where[v]] = 1.0, -1.0
+        w += np.eye(size) - 0.5 * np.outer(d, d)
+    return w / len(edges)
+
+
+def second_eigenvalue(w: np.ndarray) -> float:
+    """lambda_2(W): the second largest eigenvalue of the symmetric matrix W."""
+    values = np.sort(np.linalg.eigvalsh(w))[::-1]
+    return float(values[1]) if len(values) > 1 else 0.0
+
+
+# ---------------------------------------------------------------------- decision rule
+def alpha1(num_agents: int) -> float:
+    """alpha_1 = 64 / N^17 (Sec. 3.5, Theorem 1)."""
+    return 64.0 / float(num_agents) ** 17
+
+
+def confidence_bound(n: np.ndarray, t: int, num_agents: int, *, horizon: int = 1,
+                     epsilon: float = math.inf) -> np.ndarray:
+    """C_{i,k}(t) of Eq. (11) when eps = inf, C~_{i,k}(t) of Eq. (12) otherwise.
+
+    Eq. (11): sqrt(2 N log t / n) + alpha_1.
+    Eq. (12): alpha_1 + sqrt(2 N (128 N log^2 T log t log n / (n^2 eps^2) + 1 / n) log t).
+
+    In Eq. (12) ``log n`` is read as ``log max(n, 2)``: literally, log 1 = 0 removes the privacy
+    term at n = 1, so an arm pulled once has a far *smaller* bonus than arms pulled thousands
+    of times (~14 against ~30 at fig2b settings) and is never pulled again. Lemma 6's bound
+    (P <= n^-2) is vacuous at n = 1 anyway; with this reading the bonus is non-increasing in n
+    for every n >= 1, and it equals Eq. (12) for n >= 2.
+    """
+    n = np.asarray(n, dtype=float)
+    log_t = math.log(t)
+    big_n = float(num_agents)
+    if math.isinf(epsilon):
+        return np.sqrt(2.0 * big_n * log_t / n) + alpha1(num_agents)                       # Eq. (11)
+    privacy = 128.0 * big_n * math.log(horizon) ** 2 * log_t * np.log(np.maximum(n, 2.0)) / (n**2 * epsilon**2)
+    return alpha1(num_agents) + np.sqrt(2.0 * big_n * (privacy + 1.0 / n) * log_t)          # Eq. (12)
+
+
+def neighbourhoods(graph: nx.Graph, num_agents: int) -> np.ndarray:
+    """Index matrix (N x (1 + max degree)): row i lists i and its neighbours, padded with i."""
+    rows = [[i] + sorted(graph.neighbors(i)) for i in range(num_agents)]
+    width = max(len(r) for r in rows)
+    return np.array([r + [r[0]] * (width - len(r)) for r in rows], dtype=np.int64)
+
+
+def propagate_max_counts(n: np.ndarray, ntilde: np.ndarray, heard: np.ndarray) -> np.ndarray:
+    """Eq. (1): ñ(t+1) = max{n(t), ñ(t), heard}, with ``heard`` the neighbours' ñ_j(t) max."""
+    return np.maximum(np.maximum(n, ntilde), heard)
+
+
+def neighbour_max(ntilde: np.ndarray, hood: np.ndarray) -> np.ndarray:
+    """max_{j in N_i ∪ {i}} ñ_{j,k}, for every agent i and arm k (instantaneous reads)."""
+    return ntilde[hood].max(axis=1)
+
+
+def consistency_set(n: np.ndarray, ntilde: np.ndarray, num_agents: int) -> np.ndarray:
+    """A_i as a boolean N x M mask: k in A_i iff n_{i,k}(t) < ñ_{i,k}(t) - N (line 6)."""
+    return n < ntilde - num_agents
+
+
+def select_arms(theta: np.ndarray, bonus: np.ndarray, lagging: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Lines 7-13: argmax_k theta + C if A_i is empty, else a uniform arm of A_i.
+
+    Draws M uniforms from ``rng`` for each agent with a non-empty A_i (in agent order) and
+    nothing otherwise.
+    """
+    arms = np.argmax(theta + bonus, axis=1)
+    forced = np.flatnonzero(lagging.any(axis=1))
+    if len(forced):
+        u = rng.random((len(forced), theta.shape[1]))
+        arms[forced] = np.argmax(np.where(lagging[forced], u, -1.0), axis=1)
+    return arms
+
+
+def gossip_update(theta: np.ndarray, delta: np.ndarray, edge: tuple[int, int] | None) -> np.ndarray:
+    """Lines 17-22 for all agents: normal update, and the gossip average on ``edge``."""
+    new = theta + delta                                                    # line 22
+    if edge is not None:
+        u, v = edge
+        mean = 0.5 * (theta[u] + theta[v])
+        new[u] = mean + delta[u]                                           # line 20
+        new[v] = mean + delta[v]
+    return new
+
+
+# ---------------------------------------------------------------------- protocol
+@register_protocol
+class GossipUCB(Protocol):
+    """Gossip_UCB (zhu2021 Alg. 1); Fed_UCB below reuses it with private sums."""
+
+    name = "gossip-ucb"
+    description = "Gossip_UCB (zhu2021 Alg. 1): UCB over gossip averaging of heterogeneous local means"
+    fields = {
+        "mode": P.choice(("paper", "realistic"), "paper",
+                         doc="paper: uniform link per tick, instant exchange; realistic: Poisson links, delayed "
+                             "theta and ñ messages"),
+        "gossip_rate": P.real(1.0, low=0.0, low_open=True,
+                              doc="realistic mode: link activations per unit time over the whole graph"),
+    }
+    requires_connected = True
+    servers = 0
+    bandit_kinds = ("bernoulli", "gaussian", "heterogeneous", "csv", "diabetes")
+
+    @classmethod
+    def check(cls, scenario: Any) -> None:
+        if scenario.clock["jitter"] > 0:
+            raise InputError("zhu2021 agents share one global clock; accepted: clock.jitter = 0",
+                             key="clock.jitter")
+        if scenario.network["components"] not in (1, [scenario.network["agents"]]):
+            raise InputError("gossip needs one connected graph; accepted: network.components = 1",
+                             key="network.components")
+        if scenario.network["agents"] < 2:
+            raise InputError("gossip needs a link; accepted: network.agents >= 2", key="network.agents")
+
+    def epsilon(self) -> float:
+        """Privacy level of the observation sums (inf: Gossip_UCB, no noise)."""
+        return math.inf
+
+    # ------------------------------------------------------------------ setup
+    def start(self) -> None:
+        sim = self.sim
+        n_agents, n_arms = sim.num_agents, sim.bandit.num_arms
+        graph = sim.network.agent_graph
+        self.num_agents, self.num_arms = n_agents, n_arms
+        self.period = sim.clock_period
+        self.ticks = max(1, math.ceil(sim.horizon / self.period - 1e-9) - 1)   # T: ticks 1..T
+        self.lambda2 = second_eigenvalue(expected_gossip_matrix(graph))
+        self.hood = neighbourhoods(graph, n_agents)
+        self.edges = np.array(sorted((min(u, v), max(u, v)) for u, v in graph.edges()), dtype=np.int64)
+        self.rng = sim.streams.for_("protocol")
+        self.best_arm = sim.bandit.best_arm
+        self.counter = BinaryTreeCounter(epsilon=self.epsilon(), horizon=self.ticks, shape=(n_agents, n_arms),
+                                         rng=sim.streams.for_("privacy"))
+        self.initial = np.zeros((n_agents, n_arms))   # X(0), Alg. 4 line 1
+        self.n = np.zeros((n_agents, n_arms))
+        self.ntilde = np.zeros((n_agents, n_arms))
+        self.xbar = np.zeros((n_agents, n_arms))
+        self.theta = np.zeros((n_agents, n_arms))
+        self.t = 0
+        self.forced_pulls = 0
+        self.gossip_exchanges = 0
+        self.ntilde_reads = 0
+        self.late_best = 0
+        self.late_pulls = 0
+        self.observer = getattr(self, "observer", None)
+        self.arms = np.zeros(n_agents, dtype=np.int64)
+        self.lagging = np.zeros((n_agents, n_arms), dtype=bool)
+        self._edge: tuple[float, int, int] | None = None
+        self._agents = np.arange(n_agents)
+        self._realistic = self.params["mode"] == "realistic"
+        gossip_rng = sim.streams.for_("gossip")
+        if self._realistic:
+            self._heard = np.zeros((n_agents, n_arms))
+            sim.network.subscribe_batch(THETA, self._on_theta)
+            sim.network.subscribe_batch(NTILDE, self._on_ntilde)
+            poisson_edge_clocks(sim.env, sim.network, gossip_rng, self._gossip_now,
+                                rate=self.params["gossip_rate"] / len(self.edges))
+        else:
+            # Started before the agent clock, so at every instant the link is drawn first.
+            uniform_edge_clock(sim.env, sim.network, gossip_rng, self._remember_edge, period=self.period,
+                               start=self.period)
+        sim.every(self.period, self._tick)
+
+    # ------------------------------------------------------------------ ticks
+    def _tick(self, now: float) -> None:
+        if self.t == 0:
+            self._initialise()
+        elif self.t <= self.ticks:
+            self._step(now)
+        self.t += 1
+        if self.observer is not None:
+            self.observer(self)
+
+    def _initialise(self) -> None:
+        """Alg. 1 / Alg. 4 line 1: every agent pulls every arm once at tick 0."""
+        n_agents, n_arms = self.num_agents, self.num_arms
+        agents = np.repeat(self._agents, n_arms)
+        arms = np.tile(np.arange(n_arms), n_agents)
+        rewards = self.sim.bandit.pull_many(agents, arms).reshape(n_agents, n_arms)
+        self.n[:] = 1.0
+        self.ntilde[:] = 1.0
+        self.initial[:] = rewards
+        self.xbar[:] = rewards
+        self.theta[:] = rewards
+        if self._realistic:
+            self._send_ntilde()
+
+    def _step(self, now: float) -> None:
+        t = self.t
+        n, big_n = self.n, self.num_agents
+        lagging = consistency_set(n, self.ntilde, big_n)                           # line 6, uses ñ(t)
+        if self._realistic:
+            heard, self._heard = self._heard, np.zeros_like(self._heard)
+        else:
+            heard = neighbour_max(self.ntilde, self.hood)
+            self._count_reads()
+        self.ntilde = propagate_max_counts(n, self.ntilde, heard)                  # line 5, ñ(t+1)
+        bonus = confidence_bound(n, t, big_n, horizon=self.ticks, epsilon=self.epsilon())
+        arms = select_arms(self.theta, bonus, lagging, self.rng)                   # lines 7-13
+        self.forced_pulls += int(lagging.any(axis=1).sum())
+        self.arms, self.lagging = arms, lagging
+        rewards = self.sim.bandit.pull_many(self._agents, arms)                    # line 14
+        n[self._agents, arms] += 1.0                                               # line 15
+        released = self.counter.release((self._agents, arms), t, rewards)         # Alg. 3, X(1..t)
+        delta = np.zeros_like(self.xbar)
+        new_mean = (self.initial[self._agents, arms] + released) / n[self._agents, arms]  # Eq. (2)
+        delta[self._agents, arms] = new_mean - self.xbar[self._agents, arms]
+        self.xbar[self._agents, arms] = new_mean
+        if t > self.ticks // 2:
+            self.late_pulls += big_n
+            self.late_best += int((arms == self.best_arm).sum())
+        if self._realistic:
+            self.theta = self.theta + delta                                        # line 22
+            self._send_ntilde()
+        else:
+            edge = self._edge
+            if edge is None or edge[0] != now:
+                raise ProtocolError("zhu2021: no link activated at this tick (clock order broken)")
+            self.theta = gossip_update(self.theta, delta, (edge[1], edge[2]))      # lines 17-22
+            self.gossip_exchanges += 1
+
+    # ------------------------------------------------------------------ paper-mode communication
+    def _remember_edge(self, u: int, v: int) -> None:
+        self._edge = (self.sim.now, u, v)
+
+    def _count_reads(self) -> None:
+        """Eq. (1) reads every neighbour's ñ: each link of G carries them this tick."""
+        network = self.sim.network
+        for u, v in self.edges:
+            network.activate(int(u), int(v))
+        self.ntilde_reads += 2 * len(self.edges)
+
+    # ------------------------------------------------------------------ realistic-mode messages
+    def _send_ntilde(self) -> None:
+        network, m = self.sim.network, self.num_arms
+        for i in range(self.num_agents):
+            network.broadcast(i, NTILDE, self.ntilde[i].copy(), size=m)
+        self.ntilde_reads += 2 * len(self.edges)
+
+    def _on_ntilde(self, messages: list[Message]) -> None:
+        heard = self._heard
+        for msg in messages:
+            np.maximum(heard[msg.dst], msg.payload, out=heard[msg.dst])
+
+    def _gossip_now(self, u: int, v: int) -> None:
+        """A link fired: both ends send theta(s); each end keeps its own theta(s) locally.
+
+        The receiver's own snapshot rides along in the payload for bookkeeping only (the
+        receiver knows it); ``size`` counts the M transmitted values.
+        """
+        if self.t == 0:
+            return  # before initialisation there is nothing to gossip
+        theta_u, theta_v = self.theta[u].copy(), self.theta[v].copy()
+        network = self.sim.network
+        network.send(u, v, THETA, (theta_u, theta_v), size=self.num_arms)
+        network.send(v, u, THETA, (theta_v, theta_u), size=self.num_arms)
+        self.gossip_exchanges += 1
+
+    def _on_theta(self, messages: list[Message]) -> None:
+        for msg in messages:
+            theirs, mine = msg.payload
+            self.theta[msg.dst] += 0.5 * (theirs - mine)
+
+    # ------------------------------------------------------------------ results
+    def results(self) -> dict[str, float]:
+        return {
+            "lambda2": self.lambda2,
+            "epsilon_spent": self.counter.epsilon_spent,
+            "noise_terms": self.counter.noise_terms,
+            "gossip_exchanges": self.gossip_exchanges,
+            "ntilde_reads": self.ntilde_reads,
+            "forced_pulls": self.forced_pulls,
+            "late_best_fraction": self.late_best / self.late_pulls if self.late_pulls else math.nan,
+        }
+
+
+@register_protocol
+class FedUCB(GossipUCB):
+    """Fed_UCB (zhu2021 Alg. 4): Gossip_UCB on binary-tree private sums with bound Eq. (12)."""
+
+    name = "fed-ucb"
+    description = "Fed_UCB (zhu2021 Alg. 4): eps-DP Gossip_UCB via binary-tree Laplace partial sums"
+    fields = {
+        **GossipUCB.fields,
+        "epsilon": P.real(1.0, low=0.0, low_open=True, allow_inf=True,
+                          doc="total privacy level eps of each agent's stream (inf: no noise, = Gossip_UCB)"),
+    }
+
+    def epsilon(self) -> float:
+        return float(self.params["epsilon"])
