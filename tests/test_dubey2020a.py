@@ -292,3 +292,12 @@ def test_claim_regret_falls_as_gamma_grows_to_the_diameter(name):
     kw = dict(agents=24, topology="ring", horizon=300, seed=17)
     regrets = [group_regret(scenario({"name": name, "gamma": g}, **kw), (0, 1)) for g in (1, 3, "diameter")]
     assert regrets[0] > regrets[1] > regrets[2]
+
+
+def test_bundled_scenarios_load_and_run_small():
+    names = [n for n in S.bundled() if n.startswith("dubey2020a-")]
+    assert len(names) >= 14
+    for name in names:
+        sc = S.load(name, ["network.agents=20", "network.p=0.3", "run.horizon=30"])
+        row = run_trial(sc, trial_sequence(sc.run["seed"], 0), 0).row
+        assert row["group_regret"] >= 0
