@@ -7,6 +7,7 @@ Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal err
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -14,6 +15,13 @@ from pathlib import Path
 
 from netsim import __version__
 from netsim.errors import InputError
+
+# Trials are single-threaded; parallelism comes from --jobs / executors. Multi-threaded BLAS on
+# the small matrices of these simulations only adds contention (FedUCB's batched d x d products
+# ran 100x slower with the default thread count on a 2-core machine). Set before numpy loads
+# (none of the imports above loads it).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 EPILOG = """\
 examples:
@@ -23,6 +31,10 @@ examples:
   netsim list                              bundled scenarios and protocols
   netsim show quickstart --set run.horizon=500
   netsim plot results/quickstart
+  netsim trace SCENARIO --until 20 --kinds ADV,REQ,DATA --out trace.jsonl
+  netsim sweep quickstart --grid network.agents=5,10 --grid network.topology=ring,complete --trials 4
+  netsim run quickstart --executor dask --scheduler tcp://SCHEDULER-HOST:8786
+  netsim audit laplace --epsilon 0.5       empirical privacy audit (netsim audit --all: every mechanism)
 """
 
 
@@ -45,14 +57,33 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trials", type=int, help="number of trials (default: the scenario's run.trials)")
     run.add_argument("--seed", type=int, help="root seed (default: the scenario's run.seed)")
     run.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
-    run.add_argument("--executor", choices=("serial", "process"), default=None,
-                     help="serial, or process (default: process when --jobs > 1)")
+    _executor_options(run)
     run.add_argument("--out", type=Path, default=None, help="results folder (default: results/<scenario name>)")
     run.add_argument("--format", choices=("csv", "parquet"), default="csv", help="table format (default csv)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="override a scenario key, e.g. --set network.agents=20 (repeatable)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--no-plots", action="store_true", help="skip regret.png / communication.png")
+
+    sweep = sub.add_parser("sweep", help="run a Cartesian parameter grid, resumable",
+                           description="Run every (grid point, trial) unit of a Cartesian grid of scenario "
+                                       "overrides. Finished units are stored in OUT/units as they complete; "
+                                       "rerunning the same command runs only what is missing. Writes "
+                                       "sweep.csv (one column per grid key), sweep_agents.csv, "
+                                       "sweep_timeseries.csv, meta.json and one figure per grid key.")
+    sweep.add_argument("scenario", help="scenario file or bundled name")
+    sweep.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...", required=True,
+                       help="a scenario key and its values, read as TOML like --set "
+                            "(e.g. --grid protocol.epsilon=0.1,0.5,1); repeat for more keys")
+    sweep.add_argument("--trials", type=int, help="trials per grid point (default: the scenario's run.trials)")
+    sweep.add_argument("--seed", type=int, help="root seed (default: the scenario's run.seed)")
+    sweep.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    _executor_options(sweep)
+    sweep.add_argument("--out", type=Path, default=None, help="results folder (default: results/<scenario>-sweep)")
+    sweep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a scenario key for every point (repeatable)")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bar")
+    sweep.add_argument("--no-plots", action="store_true", help="skip the figures")
 
     sub.add_parser("list", help="bundled scenarios and registered protocols",
                    description="List bundled scenarios and registered protocols, one line each.")
@@ -63,10 +94,50 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                       help="override a scenario key (repeatable)")
 
+    trace = sub.add_parser("trace", help="message-level timeline (JSON lines) and a sequence diagram",
+                           description="Run trial 0 of a scenario with tracing on; write every send, delivery, "
+                                       "drop and corruption as JSON lines to --out and a sequence diagram with "
+                                       "the graph's link-built counts to --out + '.png'.")
+    trace.add_argument("scenario", help="scenario file or bundled name")
+    trace.add_argument("--until", type=float, help="stop at this time (default: the horizon)")
+    trace.add_argument("--agents", help="comma-separated node ids: keep messages from or to them")
+    trace.add_argument("--kinds", help="comma-separated message kinds to keep, e.g. ADV,REQ,DATA")
+    trace.add_argument("--out", type=Path, default=None, help="JSON-lines file (default: results/<name>/trace.jsonl)")
+    trace.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a scenario key (repeatable)")
+
     plot = sub.add_parser("plot", help="(re)draw the figures of a results folder",
                           description="Redraw regret.png (and communication.png) from a results folder.")
-    plot.add_argument("folder", type=Path, help="a folder written by 'netsim run'")
+    plot.add_argument("folder", type=Path, help="a folder written by 'netsim run' or 'netsim sweep'")
+    audit = sub.add_parser("audit", help="empirical privacy audit of a privacy mechanism",
+                           description="Run a mechanism many times on two neighbouring inputs and bound its privacy "
+                                       "loss from below (Clopper-Pearson); print claimed eps, eps_hat, eps_lo, "
+                                       "verdict.")
+    audit.add_argument("mechanism", nargs="?", default=None, help="audit target name (see --all for every one)")
+    audit.add_argument("--all", action="store_true", help="audit every registered mechanism")
+    audit.add_argument("--epsilon", type=float, default=None, help="the mechanism's privacy parameter")
+    audit.add_argument("--trials", type=int, default=100_000, help="runs per input and phase (default 100000)")
+    audit.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    audit.add_argument("--confidence", type=float, default=0.95, help="confidence of eps_lo (default 0.95)")
     return parser
+
+
+def _executor_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--executor", choices=("serial", "process", "dask"), default=None,
+                        help="serial, process (local pool of --jobs processes) or dask (default: dask with "
+                             "--scheduler, else process when --jobs > 1, else serial)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDR",
+                        help="address of a running dask scheduler, e.g. tcp://SCHEDULER-HOST:8786 (implies --executor "
+                             "dask; without it, --executor dask starts a local cluster of --jobs workers)")
+    parser.add_argument("--scheduler-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="how long to wait for --scheduler to answer (default 10)")
+
+
+def _executor(args: argparse.Namespace):
+    from netsim import runner
+
+    return runner.make_executor(args.executor, jobs=args.jobs, scheduler=args.scheduler,
+                                timeout=args.scheduler_timeout)
 
 
 def _stamp() -> str:
@@ -79,18 +150,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from netsim import scenario as S
 
     scenario = runner.with_run_options(S.load(args.scenario, args.overrides), trials=args.trials, seed=args.seed)
-    if args.jobs < 1:
-        raise InputError(f"--jobs {args.jobs}: accepted: an integer >= 1")
-    executor = args.executor or ("process" if args.jobs > 1 else "serial")
     out = args.out or Path("results") / scenario.name
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {str(out)!r} exists and is not a folder")
     started = _stamp()
     progress = False if args.quiet else None
-    print(f"netsim: running {scenario.name} ({scenario.run['trials']} trial(s), protocol "
-          f"{scenario.protocol['name']}, {scenario.network['agents']} agents, horizon {scenario.run['horizon']:g})",
-          file=sys.stderr)
-    results = runner.run_scenario(scenario, executor=executor, jobs=args.jobs, progress=progress)
+    with _executor(args) as executor:
+        print(f"netsim: running {scenario.name} ({scenario.run['trials']} trial(s), protocol "
+              f"{scenario.protocol['name']}, {scenario.network['agents']} agents, horizon "
+              f"{scenario.run['horizon']:g}, executor {executor.name})", file=sys.stderr)
+        results = runner.run_scenario(scenario, executor=executor, progress=progress)
     written = R.write_results(out, scenario, results, fmt=args.format, started=started, finished=_stamp(),
                               argv=["netsim", *sys.argv[1:]])
     if not args.no_plots:
@@ -101,6 +170,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     table = R.summary(results)
     with_pd_options(lambda: print(table.to_string(float_format=lambda v: f"{v:,.4g}")))
     print(f"\nwrote {', '.join(sorted(written))} to {out}/")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from netsim import sweep as W
+
+    plan = W.plan(args.scenario, args.grid, overrides=args.overrides, trials=args.trials, seed=args.seed)
+    out = args.out or Path("results") / f"{Path(plan.points[0].scenario.name).name}-sweep"
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {str(out)!r} exists and is not a folder")
+    started = _stamp()
+    total = len(plan.points) * plan.trials
+    try:
+        with _executor(args) as executor:
+            print(f"netsim: sweep of {plan.points[0].scenario.name}: {len(plan.points)} point(s) x {plan.trials} "
+                  f"trial(s) = {total} unit(s), executor {executor.name}, store {out / 'units'}", file=sys.stderr)
+            outcome = W.run(plan, out, executor=executor, progress=False if args.quiet else None)
+            executor_name = executor.name
+    except KeyboardInterrupt:
+        store = W.UnitStore(out / "units")
+        stored = sum(store.path(unit.id).is_file() for unit in plan.units())
+        print(f"netsim: interrupted; {stored} of {total} unit(s) are stored in {out / 'units'}; "
+              "rerun the same command to run only the missing ones", file=sys.stderr)
+        return 130
+    print(f"netsim: {outcome.reused} unit(s) found in the store, {outcome.ran} run now", file=sys.stderr)
+    frames = W.tables(plan, outcome.results)
+    written = [p.name for p in W.write_tables(out, frames)]
+    written.append(W.write_meta(out, plan, outcome, argv=["netsim", *sys.argv[1:]], started=started,
+                                finished=_stamp(), executor=executor_name).name)
+    if not args.no_plots:
+        written += [p.name for p in W.plot(out, plan, frames["sweep_timeseries"])]
+    table = W.summary(plan, frames["sweep"])
+    with_pd_options(lambda: print(table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")))
+    print(f"\nwrote {', '.join(written)} to {out}/")
     return 0
 
 
@@ -148,6 +251,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     if not args.folder.is_dir():
         raise InputError(f"results folder {str(args.folder)!r} not found")
+    if (args.folder / "sweep_timeseries.csv").is_file():
+        from netsim import sweep as W
+
+        print("wrote " + ", ".join(str(p) for p in W.plot_folder(args.folder)))
+        return 0
     try:
         written = plot_folder(args.folder)
     except FileNotFoundError as exc:
@@ -157,7 +265,62 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "plot": cmd_plot}
+def _id_list(text: str | None, flag: str) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"{flag} {text!r}: accepted: comma-separated node ids, e.g. 0,1,2") from None
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from netsim import scenario as S
+    from netsim import trace as T
+    from netsim.results import atomic_write
+
+    if args.until is not None and args.until <= 0:
+        raise InputError(f"--until {args.until:g}: accepted: a time > 0")
+    scenario = S.load(args.scenario, args.overrides)
+    agents = _id_list(args.agents, "--agents")
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
+    events, sim = T.record(scenario, until=args.until, agents=agents, kinds=kinds)
+    out = args.out or Path("results") / scenario.name / "trace.jsonl"
+    atomic_write(out, T.to_json_lines(events))
+    picture = out.with_name(out.name + ".png")
+    atomic_write(picture, T.draw(events, sim, title=scenario.name))
+    fates = {fate: sum(1 for e in events if e["event"] == fate) for fate in ("send", "deliver", "drop", "corrupt")}
+    print(", ".join(f"{n} {fate}" for fate, n in fates.items()) + f"; wrote {out} and {picture}")
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from netsim.registry import audit_targets
+
+    if args.all == (args.mechanism is not None):
+        raise InputError(f"netsim audit: give one MECHANISM or --all; accepted: {', '.join(audit_targets.names())}")
+    targets = [t for _, t in audit_targets.items()] if args.all else [audit_targets.get(args.mechanism, key="audit")]
+    for target in targets:
+        try:
+            target.params(args.epsilon)
+        except ValueError as exc:
+            raise InputError(f"netsim audit {target.name}: {exc}") from None
+    if args.trials < 10 or not 0 < args.confidence < 1:
+        raise InputError("netsim audit: accepted: --trials >= 10 and --confidence in (0, 1)")
+    head = f"{'mechanism':<18} {'claimed eps':>11} {'delta':>6} {'eps_hat':>8} {'eps_lo':>8} {'exact':>6}  verdict"
+    print(head + "\n" + "-" * len(head))
+    for target in targets:
+        r = target.run(epsilon=args.epsilon, trials=args.trials, seed=args.seed, confidence=args.confidence)
+        exact = "-" if r.exact is None else f"{r.exact:.3f}"
+        print(f"{r.name:<18} {r.claimed_epsilon:>11.4g} {r.delta:>6.3g} {r.epsilon_hat:>8.3f} {r.epsilon_lo:>8.3f} "
+              f"{exact:>6}  {r.verdict}", flush=True)
+    print(f"eps_lo: lower confidence bound at {args.confidence:.0%}, {args.trials} trials per input and phase; "
+          f"VIOLATED: eps_lo > claimed eps")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "plot": cmd_plot, "sweep": cmd_sweep,
+            "trace": cmd_trace, "audit": cmd_audit}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,7 +20,7 @@ class InputError(Exception):
         where = ": ".join(part for part in (self.source, self.key) if part)
         return f"{where}: {self.detail}" if where else self.detail
 
-    def located(self, source: str) -> "InputError":
+    def located(self, source: str) -> InputError:
         """The same error, attributed to ``source`` (a file name) if it had none."""
         if self.source:
             return self

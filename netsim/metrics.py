@@ -9,6 +9,7 @@ c1 (``server_agent``) and an agent-agent link c2 (``agent_agent``).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,15 +17,16 @@ import numpy as np
 FATES = ("sent", "delivered", "dropped", "corrupted")
 
 
-@dataclass
 class MessageCounts:
     """Counts for one message kind. ``records`` is the summed ``size`` of sent messages."""
 
-    sent: int = 0
-    delivered: int = 0
-    dropped: int = 0
-    corrupted: int = 0
-    records: int = 0
+    __slots__ = FATES + ("records",)
+
+    def __init__(self) -> None:
+        self.sent = self.delivered = self.dropped = self.corrupted = self.records = 0
+
+    def __repr__(self) -> str:
+        return "MessageCounts(" + ", ".join(f"{f}={getattr(self, f)}" for f in self.__slots__) + ")"
 
     @property
     def in_flight(self) -> int:
@@ -47,11 +49,24 @@ class Metrics:
     extras: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.node_sent = np.zeros(self.num_nodes, dtype=np.int64)
-        self.node_received = np.zeros(self.num_nodes, dtype=np.int64)
-        self.node_links = np.zeros(self.num_nodes, dtype=np.int64)
+        # Plain lists: incrementing one element is much cheaper than on a numpy array.
+        self.sent_by_node = [0] * self.num_nodes
+        self.received_by_node = [0] * self.num_nodes
+        self.links_by_node = [0] * self.num_nodes
         self._slot_index = -math.inf
         self._slot_pairs: set[tuple[int, int]] = set()
+
+    @property
+    def node_sent(self) -> np.ndarray:
+        return np.array(self.sent_by_node, dtype=np.int64)
+
+    @property
+    def node_received(self) -> np.ndarray:
+        return np.array(self.received_by_node, dtype=np.int64)
+
+    @property
+    def node_links(self) -> np.ndarray:
+        return np.array(self.links_by_node, dtype=np.int64)
 
     @property
     def comm_cost(self) -> float:
@@ -60,21 +75,30 @@ class Metrics:
 
     def link_used(self, u: int, v: int, now: float) -> bool:
         """Record that the pair (u, v) carries traffic at time ``now``; True if newly built this slot."""
+        before = self.links_agent_agent + self.links_server_agent
+        self.links_used(u, (v,), now)
+        return self.links_agent_agent + self.links_server_agent > before
+
+    def links_used(self, u: int, others: Sequence[int], now: float) -> None:
+        """Record the pairs (u, v) for v in ``others`` as used in the slot of ``now``."""
         slot = now // self.slot
         if slot != self._slot_index:
             self._slot_index = slot
-            self._slot_pairs.clear()
-        pair = (u, v) if u < v else (v, u)
-        if pair in self._slot_pairs:
-            return False
-        self._slot_pairs.add(pair)
-        if u >= self.num_agents or v >= self.num_agents:
-            self.links_server_agent += 1
-        else:
-            self.links_agent_agent += 1
-        self.node_links[u] += 1
-        self.node_links[v] += 1
-        return True
+            self._slot_pairs = set()
+        pairs = self._slot_pairs
+        agents = self.num_agents
+        links = self.links_by_node
+        for v in others:
+            pair = (u, v) if u < v else (v, u)
+            if pair in pairs:
+                continue
+            pairs.add(pair)
+            if u >= agents or v >= agents:
+                self.links_server_agent += 1
+            else:
+                self.links_agent_agent += 1
+            links[u] += 1
+            links[v] += 1
 
     def kind(self, kind: str) -> MessageCounts:
         counts = self.messages.get(kind)

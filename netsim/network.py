@@ -18,7 +18,7 @@ recorded at time t counts exactly the pulls made at times < t.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -131,12 +131,16 @@ class Network:
         self._server_delay = server_delay
         self._loss = loss
         self._overrides = {(min(u, v), max(u, v)): law for (u, v), law in link_overrides.items()}
+        self._uniform_links = not self._overrides and server_delay == delay
         self._pending: dict[float, list[Message]] = {}
         self._handlers: dict[str, Handler] = {}
         self._node_handlers: dict[tuple[int, str], Handler] = {}
         self._batch_handlers: dict[str, BatchHandler] = {}
         self._corruptors: dict[str, Corruptor] = {}
         self.tracer: Callable[[str, Message], None] | None = None
+        # ``[faults]`` of the scenario (netsim.faults.Faults), set by the simulation; None: no faults,
+        # and the send and delivery paths are exactly those of a fault-free network.
+        self.faults: Any = None
 
     # ------------------------------------------------------------------ graph facts
     def neighbors(self, node: int) -> list[int]:
@@ -190,38 +194,134 @@ class Network:
         """Send one message over the link (src, dst); it arrives after the link's sampled delay."""
         if dst not in self._adjacent[src]:
             raise ProtocolError(f"node {src} sent {kind!r} to {dst}, which is not a neighbour")
-        now = self.env.now
-        metrics = self.metrics
-        metrics.link_used(src, dst, now)
-        counts = metrics.kind(kind)
-        counts.sent += 1
-        counts.records += size
-        metrics.node_sent[src] += 1
-        delay_law, loss = self.link_law(src, dst)
-        if loss > 0.0 and self.rng.random() < loss:
-            counts.dropped += 1
-            if self.tracer:
-                self.tracer("drop", Message(kind, src, dst, payload, now, now, size))
-            return
-        delay = delay_law.args["value"] if delay_law.is_constant else float(delay_law.sample(self.rng))
-        payload = self._maybe_corrupt(src, kind, payload, counts)
-        self._enqueue(Message(kind, src, dst, payload, now, now + delay, size), delay)
+        self._send(src, (dst,), kind, payload, size)
 
-    def send_many(self, src: int, dsts: Iterable[int], kind: str, payload: Any = None, *, size: int = 1) -> None:
+    def send_many(self, src: int, dsts: Sequence[int], kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send the same ``payload`` from ``src`` to each of ``dsts`` (one message each)."""
-        for dst in dsts:
-            self.send(src, dst, kind, payload, size=size)
+        dsts = list(dsts)
+        if not self._adjacent[src].issuperset(dsts):
+            bad = next(d for d in dsts if d not in self._adjacent[src])
+            raise ProtocolError(f"node {src} sent {kind!r} to {bad}, which is not a neighbour")
+        self._send(src, dsts, kind, payload, size)
 
     def broadcast(self, src: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send ``payload`` from ``src`` to every neighbour."""
-        self.send_many(src, self._neighbors[src], kind, payload, size=size)
+        self._send(src, self._neighbors[src], kind, payload, size)
 
-    def _maybe_corrupt(self, src: int, kind: str, payload: Any, counts: Any) -> Any:
+    def _send(self, src: int, dsts: Sequence[int], kind: str, payload: Any, size: int) -> None:
+        """The one send path: counters, link accounting, loss, delay, corruption, batching."""
+        count = len(dsts)
+        if count == 0:
+            return
+        now = self.env.now
+        metrics = self.metrics
+        counts = metrics.kind(kind)
+        counts.sent += count
+        counts.records += count * size
+        metrics.sent_by_node[src] += count
+        metrics.links_used(src, dsts, now)
+        faults = self.faults
+        if faults is not None:
+            dsts, dropped = faults.drop_at_send(src, dsts, now)
+            if dropped:
+                counts.dropped += len(dropped)
+                if self.tracer:
+                    for d in dropped:
+                        self.tracer("drop", Message(kind, src, int(d), payload, now, now, size))
+                count = len(dsts)
+                if count == 0:
+                    return
+        if self._uniform_links or (src >= self.num_agents and not self._overrides):
+            law, loss = self.link_law(src, dsts[0])
+            laws = None
+        else:
+            laws = [self.link_law(src, d) for d in dsts]
+            loss = max(lo for _, lo in laws)
+        if loss > 0.0:
+            if laws is None:
+                lost = self.rng.random(count) < loss
+            else:
+                lost = self.rng.random(count) < np.array([lo for _, lo in laws])
+            if lost.any():
+                counts.dropped += int(lost.sum())
+                if self.tracer:
+                    for d in np.asarray(dsts)[lost]:
+                        self.tracer("drop", Message(kind, src, int(d), payload, now, now, size))
+                keep = ~lost
+                dsts = [d for d, k in zip(dsts, keep, strict=False) if k]
+                laws = None if laws is None else [law for law, k in zip(laws, keep, strict=False) if k]
+                count = len(dsts)
+                if count == 0:
+                    return
+        corrupt = self.adversary is not None and kind in self._corruptors
+        if faults is not None and faults.perturbs:
+            self._send_perturbed(src, dsts, kind, payload, size, laws or [(law, loss)] * count, counts, corrupt)
+            return
+        if laws is None and law.is_constant:
+            delay = law.args["value"]
+            due = now + delay
+            if corrupt:
+                messages = [self._corrupted(Message(kind, src, d, payload, now, due, size), counts) for d in dsts]
+            else:
+                messages = [Message(kind, src, d, payload, now, due, size) for d in dsts]
+            self._enqueue_batch(due, delay, messages)
+            return
+        if laws is None:
+            delays = law.sample(self.rng, count).tolist()
+        else:
+            delays = [float(lw.sample(self.rng)) for lw, _ in laws]
+        if corrupt or self.tracer:
+            for d, delay in zip(dsts, delays, strict=True):
+                message = Message(kind, src, d, payload, now, now + delay, size)
+                self._enqueue_batch(now + delay, delay, [self._corrupted(message, counts) if corrupt else message])
+            return
+        pending, env, deliver = self._pending, self.env, self._deliver
+        for d, delay in zip(dsts, delays, strict=True):
+            due = now + delay
+            message = Message(kind, src, d, payload, now, due, size)
+            batch = pending.get(due)
+            if batch is None:
+                pending[due] = [message]
+                _Delivery(env, due, delay, deliver)
+            else:
+                batch.append(message)
+
+    def _send_perturbed(self, src: int, dsts: Sequence[int], kind: str, payload: Any, size: int,
+                        laws: Sequence[tuple[Distribution, float]], counts: Any, corrupt: bool) -> None:
+        """Send with duplication and reordering faults (``netsim.faults``), one message at a time.
+
+        The link delay comes from the network stream as on the plain path; whether a message is
+        held back (and by how much) and whether it is duplicated (and the copy's delay) come from
+        the faults stream. A copy counts as one more message sent of ``kind`` (not by ``src``).
+        """
+        faults = self.faults
+        rng = faults.message_rng
+        extras = faults.extras
+        now = self.env.now
+        for d, (law, _) in zip(dsts, laws, strict=True):
+            delay = float(law.sample(self.rng)) if not law.is_constant else law.args["value"]
+            copies = [delay]
+            if faults.duplication > 0 and rng.random() < faults.duplication:
+                copies.append(float(law.sample(rng)))
+                extras["duplicated"] += 1
+                counts.sent += 1
+                counts.records += size
+            message = Message(kind, src, d, payload, now, now, size)
+            if corrupt:
+                message = self._corrupted(message, counts)
+            for delay in copies:
+                if faults.reorder > 0 and rng.random() < faults.reorder:
+                    delay += float(faults.reorder_delay.sample(rng))
+                    extras["reordered"] += 1
+                due = now + delay
+                self._enqueue_batch(due, delay, [message._replace(due_at=due)])
+
+    def _corrupted(self, message: Message, counts: Any) -> Message:
+        """``message`` as the adversary lets it through (byzantine sender, corrupting link)."""
         adv = self.adversary
-        if adv is None or kind not in self._corruptors:
-            return payload
+        src, payload = message.src, message.payload
         corrupted = 0
-        corrupt = self._corruptors[kind]
+        corrupt = self._corruptors[message.kind]
         if src in adv.byzantine and adv.probability > 0.0:
             payload, n = corrupt(payload, sender=src, rng=self._adversary_rng, probability=adv.probability,
                                  q=adv.q, relay=adv.relay)
@@ -230,43 +330,64 @@ class Network:
             payload, n = corrupt(payload, sender=src, rng=self._adversary_rng, probability=adv.link_probability,
                                  q=adv.q, relay=True)
             corrupted += n
-        if corrupted:
-            counts.corrupted += 1
-        return payload
-
-    def _enqueue(self, message: Message, delay: float) -> None:
+        if not corrupted:
+            return message
+        counts.corrupted += 1
+        message = message._replace(payload=payload)
         if self.tracer:
-            self.tracer("send", message)
-        batch = self._pending.get(message.due_at)
+            self.tracer("corrupt", message)
+        return message
+
+    def _enqueue_batch(self, due: float, delay: float, messages: list[Message]) -> None:
+        if self.tracer:
+            for message in messages:
+                self.tracer("send", message)
+        batch = self._pending.get(due)
         if batch is None:
-            self._pending[message.due_at] = [message]
-            _Delivery(self.env, message.due_at, delay, self._deliver)
+            self._pending[due] = messages
+            _Delivery(self.env, due, delay, self._deliver)
         else:
-            batch.append(message)
+            batch.extend(messages)
 
     # ------------------------------------------------------------------ delivery
     def _deliver(self, event: _Delivery) -> None:
         batch = self._pending.pop(event.due)
-        metrics = self.metrics
+        received = self.metrics.received_by_node
+        by_kind = self.metrics.messages
+        tracer = self.tracer
+        batch_handlers = self._batch_handlers
+        node_handlers = self._node_handlers
+        handlers = self._handlers
         grouped: dict[str, list[Message]] | None = None
+        faults = self.faults
+        if faults is not None and faults.has_crashes:
+            kept = []
+            for message in batch:  # a crashed destination receives nothing
+                if faults.delivered(message):
+                    kept.append(message)
+                else:
+                    by_kind[message.kind].dropped += 1
+                    if tracer:
+                        tracer("drop", message)
+            batch = kept
         for message in batch:
-            counts = metrics.kind(message.kind)
-            counts.delivered += 1
-            metrics.node_received[message.dst] += 1
-            if self.tracer:
-                self.tracer("deliver", message)
-            if message.kind in self._batch_handlers:
+            kind = message.kind
+            by_kind[kind].delivered += 1
+            received[message.dst] += 1
+            if tracer:
+                tracer("deliver", message)
+            if batch_handlers and kind in batch_handlers:
                 if grouped is None:
                     grouped = {}
-                grouped.setdefault(message.kind, []).append(message)
+                grouped.setdefault(kind, []).append(message)
                 continue
-            handler = self._node_handlers.get((message.dst, message.kind)) or self._handlers.get(message.kind)
+            handler = (node_handlers and node_handlers.get((message.dst, kind))) or handlers.get(kind)
             if handler is None:
-                raise ProtocolError(f"message {message.kind!r} delivered to node {message.dst}, nobody subscribed")
+                raise ProtocolError(f"message {kind!r} delivered to node {message.dst}, nobody subscribed")
             handler(message)
         if grouped:
             for kind, messages in grouped.items():
-                self._batch_handlers[kind](messages)
+                batch_handlers[kind](messages)
 
     @property
     def in_flight(self) -> int:

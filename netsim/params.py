@@ -84,7 +84,8 @@ def probability(default: Any = REQUIRED, *, doc: str = "") -> Field:
 
 def integer(default: Any = REQUIRED, *, low: int | None = None, high: int | None = None, doc: str = "") -> Field:
     """An integer in ``[low, high]``."""
-    bounds = " and ".join(p for p in (f">= {low}" if low is not None else "", f"<= {high}" if high is not None else "") if p)
+    parts = (f">= {low}" if low is not None else "", f"<= {high}" if high is not None else "")
+    bounds = " and ".join(p for p in parts if p)
     accepts = "an integer" + (f" {bounds}" if bounds else "")
 
     def parse(value: Any) -> int | None:

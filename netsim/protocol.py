@@ -40,12 +40,12 @@ class Protocol:
     servers: ClassVar[int | None] = 0
     bandit_kinds: ClassVar[tuple[str, ...] | None] = ("bernoulli", "gaussian", "heterogeneous", "csv")
 
-    def __init__(self, sim: "Simulation", params: Mapping[str, Any]):
+    def __init__(self, sim: Simulation, params: Mapping[str, Any]):
         self.sim = sim
         self.params = MappingProxyType(dict(params))
 
     @classmethod
-    def check(cls, scenario: "Scenario") -> None:
+    def check(cls, scenario: Scenario) -> None:
         """Raise :class:`~netsim.errors.InputError` when ``scenario`` cannot run this protocol."""
 
     def start(self) -> None:

@@ -39,7 +39,7 @@ class Registry:
 
     def get(self, name: str, *, key: str, source: str | None = None) -> Any:
         load_plugins()
-        if name not in self._items:
+        if not isinstance(name, str) or name not in self._items:
             close = difflib.get_close_matches(str(name), list(self._items), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise InputError(
@@ -61,6 +61,8 @@ class Registry:
 protocols = Registry("protocol")
 bandits = Registry("bandit kind")
 topologies = Registry("topology")
+# privacy-audit targets (name -> object with the audit interface); filled by protocol packages
+audit_targets = Registry("audit target")
 
 _loaded = False
 

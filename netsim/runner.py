@@ -1,36 +1,60 @@
-"""Run the trials of a scenario on an executor and collect their results.
+"""Run units of work (trials) on an executor and collect their results.
 
-Trial ``i`` of a run seeded with ``seed`` always uses ``SeedSequence(seed, spawn_key=(i,))``
-(see :func:`netsim.streams.trial_sequence`), so results do not depend on the executor, the
-number of jobs or the order in which trials finish: they are sorted by trial before writing.
+Trial ``i`` of a run seeded with ``seed`` always uses ``SeedSequence(seed, spawn_key=(i,))``,
+and trial ``i`` of sweep point ``p`` uses ``SeedSequence(seed, spawn_key=(*p, i))`` (see
+:func:`netsim.streams.trial_sequence` and :func:`netsim.sweep.point_key`). A unit carries
+everything it needs, so results do not depend on the executor, the number of jobs or the
+order in which units finish: callers sort them before writing.
+
+Executors share one small interface (:class:`Executor`): ``results(fn, items)`` yields
+``(index, fn(items[index]))`` pairs in completion order. Three implementations:
+
+- :class:`SerialExecutor`: in this process, in order;
+- :class:`ProcessExecutor`: a local pool of ``jobs`` worker processes;
+- :class:`DaskExecutor`: a ``dask.distributed`` cluster, either an existing one
+  (``scheduler="tcp://HOST:PORT"``) or a ``LocalCluster`` of ``jobs`` single-threaded workers.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import signal
 import sys
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from netsim.params import Frozen
+from typing import Any, Self
 
 from netsim.errors import InputError
+from netsim.params import Frozen
 from netsim.scenario import Scenario
 from netsim.sim import TrialResult, run_trial
 from netsim.streams import trial_sequence
 
-EXECUTORS = ("serial", "process")
+EXECUTORS = ("serial", "process", "dask")
+DEFAULT_SCHEDULER_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
 class Unit:
-    """One trial of one scenario: everything a worker needs (picklable)."""
+    """One trial of one scenario: everything a worker needs (picklable).
+
+    ``point`` is the spawn-key prefix of a sweep point (empty for a plain run).
+    """
 
     scenario: Scenario
     trial: int
+    point: tuple[int, ...] = ()
+
+    def seed_sequence(self):
+        return trial_sequence(self.scenario.run["seed"], self.trial, self.point)
 
     def run(self) -> TrialResult:
-        return run_trial(self.scenario, trial_sequence(self.scenario.run["seed"], self.trial), self.trial)
+        return run_trial(self.scenario, self.seed_sequence(), self.trial)
 
 
 def _run_unit(unit: Unit) -> TrialResult:
@@ -51,53 +75,295 @@ def with_run_options(scenario: Scenario, *, trials: int | None = None, seed: int
     return replace(scenario, run=Frozen(run))
 
 
-def execute(
-    units: list[Unit], *, executor: str = "serial", jobs: int = 1, progress: bool | None = None,
-    on_result: Callable[[TrialResult], None] | None = None,
-) -> list[TrialResult]:
-    """Run ``units`` and return their results in unit order.
+# ---------------------------------------------------------------------- executors
+class Executor(ABC):
+    """Runs ``fn`` over items somewhere; a context manager that releases its workers on exit."""
 
-    ``progress=None`` shows a bar on stderr only when it is a terminal.
+    name = "?"
+
+    @abstractmethod
+    def results(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, fn(items[index]))`` as each item finishes (any order).
+
+        Closing the generator early (an error, Ctrl-C) cancels the items not yet started.
+        """
+
+    def close(self) -> None:
+        """Release workers and connections (idempotent)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SerialExecutor(Executor):
+    """Every item in this process, in order."""
+
+    name = "serial"
+
+    def results(self, fn, items):
+        for index, item in enumerate(items):
+            yield index, fn(item)
+
+
+class ProcessExecutor(Executor):
+    """A pool of ``jobs`` local worker processes (created per call, sized to the work)."""
+
+    name = "process"
+
+    def __init__(self, jobs: int = 1):
+        self.jobs = jobs
+
+    def results(self, fn, items):
+        if self.jobs == 1 or len(items) <= 1:
+            yield from SerialExecutor().results(fn, items)
+            return
+        pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(items)), initializer=_ignore_sigint)
+        try:
+            futures = {pool.submit(fn, item): index for index, item in enumerate(items)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        except BaseException:
+            # Ctrl-C, an error, or the consumer stopped early: drop the queue, stop the workers now.
+            processes = list(getattr(pool, "_processes", {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                if process.is_alive():
+                    process.terminate()
+            for process in processes:
+                process.join(timeout=5)
+            raise
+        pool.shutdown(wait=True)
+
+
+def _ignore_sigint() -> None:
+    """Pool workers leave Ctrl-C (SIGINT to the whole process group) to the parent, which stops them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _dask():
+    try:
+        import distributed
+    except ImportError:
+        raise InputError("--executor dask needs dask.distributed; accepted: install it with "
+                         "pip install 'dask[distributed]' (netsim's 'dask' extra)") from None
+    return distributed
+
+
+class DaskExecutor(Executor):
+    """A ``dask.distributed`` cluster.
+
+    With ``scheduler`` (``tcp://HOST:PORT``) it connects to a running cluster, waiting at most
+    ``timeout`` seconds; an unreachable scheduler is an :class:`InputError`. Without it, it
+    starts a ``LocalCluster`` of ``jobs`` worker processes with one thread each and stops it on
+    :meth:`close`. Workers must be able to import ``netsim`` and the protocol packages (install
+    netsim on every worker, or start workers from a checkout's root).
     """
-    if executor not in EXECUTORS:
-        raise InputError(f"--executor {executor!r}: accepted: {', '.join(EXECUTORS)}")
+
+    name = "dask"
+
+    def __init__(self, scheduler: str | None = None, jobs: int = 1, *, timeout: float = DEFAULT_SCHEDULER_TIMEOUT):
+        distributed = _dask()
+        self.scheduler = scheduler
+        self.cluster = None
+        if scheduler is None:
+            # Worker processes inherit an ignored SIGINT, so Ctrl-C reaches only this process,
+            # which then closes the cluster (instead of every worker printing a traceback).
+            with _sigint_ignored():
+                self.cluster = distributed.LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
+                                                        dashboard_address=":0", silence_logs=logging.ERROR)
+            self.client = distributed.Client(self.cluster)
+            return
+        try:
+            self.client = distributed.Client(scheduler, timeout=timeout)
+        except (OSError, TimeoutError, ValueError) as exc:
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise InputError(f"--scheduler {scheduler}: cannot reach a dask scheduler within {timeout:g} s "
+                             f"({detail}); accepted: the address of a running scheduler, e.g. "
+                             "tcp://HOST:8786") from None
+        try:
+            self._check_cluster(timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_cluster(self, timeout: float) -> None:
+        """Fail early, in one line, unless the scheduler and every worker run this very netsim.
+
+        The scheduler unpickles the tasks and the workers run them: both must import the same
+        netsim and protocol code (compared by a hash of their source) for results to be those
+        of a local run.
+        """
+        where = f"--scheduler {self.scheduler}"
+        accepted = ("accepted: a scheduler and workers that import this netsim (install the same netsim, with "
+                    "its 'dask' extra, on every machine of the cluster)")
+        local = code_fingerprint()
+        try:
+            remote = {"scheduler": self.client.run_on_scheduler(code_fingerprint)}
+        except Exception as exc:  # noqa: BLE001 (any failure to run our code there)
+            raise InputError(f"{where}: the scheduler cannot run netsim ({_first_line(exc)}); {accepted}") from None
+        try:
+            self.client.wait_for_workers(1, timeout=timeout)
+        except TimeoutError:
+            raise InputError(f"{where}: no dask worker joined within {timeout:g} s; accepted: a scheduler with "
+                             "workers (start them with: dask worker ADDR)") from None
+        try:
+            remote.update(self.client.run(code_fingerprint))
+        except Exception as exc:  # noqa: BLE001
+            raise InputError(f"{where}: a worker cannot run netsim ({_first_line(exc)}); {accepted}") from None
+        for name, found in remote.items():
+            if found != local:
+                raise InputError(f"{where}: {name} runs netsim {found['netsim']} with code {found['code'][:12]}, "
+                                 f"here it is {local['netsim']} with code {local['code'][:12]}; "
+                                 f"accepted: the same netsim on every machine")
+
+    def results(self, fn, items):
+        distributed = _dask()
+        # pure=False: two identical units (there are none in a sweep) must still both run.
+        futures = self.client.map(fn, list(items), pure=False)
+        index_of = {future.key: index for index, future in enumerate(futures)}
+        try:
+            for future in distributed.as_completed(futures):
+                if future.status == "error":
+                    future.result()  # the unit's own exception, as it was raised on the worker
+                try:
+                    result = future.result()
+                except (CancelledError, OSError, TimeoutError) as exc:
+                    where = f"--scheduler {self.scheduler}" if self.scheduler else "--executor dask"
+                    raise InputError(f"{where}: lost the dask cluster ({_first_line(exc)}); accepted: a cluster "
+                                     "that stays up (finished units are kept: rerun to continue)") from None
+                yield index_of[future.key], result
+                future.release()
+        finally:
+            pending = [f for f in futures if not f.done()]
+            if pending:
+                with contextlib.suppress(Exception):  # the cluster may be gone already
+                    self.client.cancel(pending)
+
+    def close(self) -> None:
+        client, self.client = getattr(self, "client", None), None
+        if client is not None:
+            client.close()
+        cluster, self.cluster = self.cluster, None
+        if cluster is not None:
+            cluster.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def code_fingerprint() -> dict[str, str]:
+    """netsim's version and a SHA-256 over the source of netsim and the protocol plug-ins.
+
+    Two processes with the same fingerprint run the same simulation code.
+    """
+    import hashlib
+    import importlib
+    from importlib.metadata import entry_points
+    from pathlib import Path
+
+    from netsim import __version__
+    from netsim.registry import ENTRY_POINT_GROUP
+
+    digest = hashlib.sha256()
+    packages = ["netsim", *sorted({ep.value.split(":")[0].split(".")[0] for ep in entry_points(group=ENTRY_POINT_GROUP)})]
+    for package in packages:
+        module = importlib.import_module(package)
+        if getattr(module, "__file__", None) is None:  # a namespace package: name only
+            digest.update(f"{package}\0".encode())
+            continue
+        root = Path(module.__file__).parent
+        for path in sorted(root.rglob("*.py")):
+            digest.update(f"{package}/{path.relative_to(root).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+            digest.update(b"\0")
+    return {"netsim": __version__, "code": digest.hexdigest()}
+
+
+def make_executor(name: str | None = None, *, jobs: int = 1, scheduler: str | None = None,
+                  timeout: float = DEFAULT_SCHEDULER_TIMEOUT) -> Executor:
+    """The executor named ``name`` (default: dask with a scheduler, process with jobs > 1, else serial)."""
+    if name is None:
+        name = "dask" if scheduler else ("process" if jobs > 1 else "serial")
+    if name not in EXECUTORS:
+        raise InputError(f"--executor {name!r}: accepted: {', '.join(EXECUTORS)}")
     if jobs < 1:
         raise InputError(f"--jobs {jobs}: accepted: an integer >= 1")
+    if scheduler is not None and name != "dask":
+        raise InputError(f"--scheduler needs --executor dask, got --executor {name}; accepted: "
+                         "--executor dask --scheduler tcp://HOST:PORT")
+    if timeout <= 0:
+        raise InputError(f"--scheduler-timeout {timeout:g}: accepted: a number of seconds > 0")
+    if name == "serial":
+        return SerialExecutor()
+    if name == "process":
+        return ProcessExecutor(jobs)
+    return DaskExecutor(scheduler, jobs, timeout=timeout)
+
+
+# ---------------------------------------------------------------------- running units
+def iter_results(
+    units: Sequence[Unit], *, executor: str | Executor | None = "serial", jobs: int = 1,
+    scheduler: str | None = None, progress: bool | None = None, total: int | None = None, initial: int = 0,
+) -> Iterator[tuple[int, TrialResult]]:
+    """Yield ``(index, result)`` for every unit as it finishes, with a progress bar.
+
+    ``progress=None`` shows the bar on stderr only when it is a terminal; ``total`` and
+    ``initial`` let a resumed sweep show its units done earlier.
+    """
+    if isinstance(executor, Executor):
+        owned, pool = False, executor
+    else:
+        owned, pool = True, make_executor(executor, jobs=jobs, scheduler=scheduler)
+    try:
+        bar_total = total if total is not None else initial + len(units)
+        yield from _progress(pool.results(_run_unit, list(units)), bar_total, progress, initial)
+    finally:
+        if owned:
+            pool.close()
+
+
+def execute(
+    units: Sequence[Unit], *, executor: str | Executor | None = "serial", jobs: int = 1,
+    progress: bool | None = None, on_result: Callable[[TrialResult], None] | None = None,
+    scheduler: str | None = None,
+) -> list[TrialResult]:
+    """Run ``units`` and return their results in unit order."""
     results: dict[int, TrialResult] = {}
-    for index, result in _progress(_iterate(units, executor, jobs), len(units), progress):
+    for index, result in iter_results(units, executor=executor, jobs=jobs, scheduler=scheduler, progress=progress):
         results[index] = result
         if on_result is not None:
             on_result(result)
     return [results[i] for i in range(len(units))]
 
 
-def _iterate(units: list[Unit], executor: str, jobs: int) -> Iterator[tuple[int, TrialResult]]:
-    if executor == "serial" or jobs == 1 or len(units) == 1:
-        for index, unit in enumerate(units):
-            yield index, unit.run()
-        return
-    with ProcessPoolExecutor(max_workers=min(jobs, len(units))) as pool:
-        futures = {pool.submit(_run_unit, unit): index for index, unit in enumerate(units)}
-        try:
-            for future in as_completed(futures):
-                yield futures[future], future.result()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
-
-
-def _progress(iterable, total: int, progress: bool | None):
+def _progress(iterable, total: int, progress: bool | None, initial: int = 0):
     show = sys.stderr.isatty() if progress is None else progress
     if not show or os.environ.get("NETSIM_NO_PROGRESS"):
         return iterable
     from tqdm import tqdm
 
-    return tqdm(iterable, total=total, unit="trial", file=sys.stderr, dynamic_ncols=True)
+    return tqdm(iterable, total=total, initial=initial, unit="trial", file=sys.stderr, dynamic_ncols=True)
 
 
-def run_scenario(scenario: Scenario, *, executor: str = "serial", jobs: int = 1,
-                 progress: bool | None = None) -> list[TrialResult]:
+def run_scenario(scenario: Scenario, *, executor: str | Executor | None = "serial", jobs: int = 1,
+                 progress: bool | None = None, scheduler: str | None = None) -> list[TrialResult]:
     """All ``run.trials`` trials of ``scenario``."""
     units = [Unit(scenario, trial) for trial in range(scenario.run["trials"])]
-    return execute(units, executor=executor, jobs=jobs, progress=progress)
+    return execute(units, executor=executor, jobs=jobs, progress=progress, scheduler=scheduler)

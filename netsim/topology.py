@@ -74,7 +74,8 @@ def _path(n, p, rng):
 def _grid(n, p, rng):
     rows = p["rows"] or max(r for r in range(1, math.isqrt(n) + 1) if n % r == 0)
     if n % rows:
-        raise InputError(f"grid with {rows} rows cannot hold {n} agents; accepted: a divisor of {n}", key="network.rows")
+        raise InputError(f"grid with {rows} rows cannot hold {n} agents; accepted: a divisor of {n}",
+                         key="network.rows")
     graph = nx.grid_2d_graph(rows, n // rows)
     return nx.convert_node_labels_to_integers(graph, ordering="sorted")
 
@@ -129,7 +130,8 @@ def _barabasi_albert(n, p, rng):
 @_register(
     "watts_strogatz",
     "small world: ring lattice with k neighbours, rewired with probability p",
-    {"k": P.integer(4, low=2, doc="nearest neighbours in the ring"), "p": P.probability(0.1, doc="rewiring probability")},
+    {"k": P.integer(4, low=2, doc="nearest neighbours in the ring"),
+     "p": P.probability(0.1, doc="rewiring probability")},
     random=True,
 )
 def _watts_strogatz(n, p, rng):

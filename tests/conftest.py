@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 
-import networkx as nx
-import numpy as np
-import pytest
-import simpy
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # as the CLI does
+    os.environ.setdefault(_var, "1")
 
-from netsim.distributions import Distribution
-from netsim.metrics import Metrics
-from netsim.network import Network
+import networkx as nx  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import simpy  # noqa: E402
+
+from netsim.distributions import Distribution  # noqa: E402
+from netsim.metrics import Metrics  # noqa: E402
+from netsim.network import Network  # noqa: E402
 
 os.environ.setdefault("NETSIM_NO_PROGRESS", "1")
 

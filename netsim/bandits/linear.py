@@ -7,6 +7,21 @@ max_k <x_k, theta> - <x_a, theta> for that agent's current contexts.
 
 Contexts (``contexts = "sphere"``): K i.i.d. vectors uniform on the unit sphere, drawn
 from the ``("contexts",)`` stream; theta is uniform in the unit ball (``("means",)`` stream).
+
+Contexts ``"gapped"`` (dubey2020 FedUCB, Sec. 4.4): every trial each agent gets K actions,
+K - 1 of them with <x, theta> ~ U[band] (default [0.5, 0.6]) and one, at a uniformly random
+row, with <x, theta> ~ U[best_band] (default [0.7, 0.8]); ``arms = d * d`` reproduces the
+paper's K = d^2. Rewards are Bernoulli(<x, theta>) (``noise = "bernoulli"``, the paper) or
+<x, theta> + N(0, sigma^2) (``noise = "gaussian"``, the variant).
+
+Decision for gapped contexts (the paper does not say how ||x|| <= L = 1 is kept): by
+Cauchy-Schwarz a value v = <x, theta> needs ||theta|| >= v, so theta is drawn uniform in the
+unit ball *conditioned on* ||theta|| >= max(best_band) (rejection sampling on the
+``("means",)`` stream; for d = 10 about 11 % of draws are rejected). An action with value v is
+x = (v / ||theta||) theta_hat + r w, with theta_hat = theta / ||theta||, w a uniformly random
+unit vector orthogonal to theta and r = sqrt(1 - v^2 / ||theta||^2), so every action lies on
+the unit sphere (||x|| = L = 1 exactly) and <x, theta> = v exactly. For d = 1 there is no
+orthogonal direction and ||x|| = v / |theta| <= 1.
 """
 
 from __future__ import annotations
@@ -19,6 +34,7 @@ from scipy import special
 
 from netsim import params as P
 from netsim.bandits.base import BanditEnvironment
+from netsim.errors import InputError
 from netsim.registry import bandits
 from netsim.streams import Streams
 
@@ -27,6 +43,42 @@ def unit_ball(rng: np.random.Generator, d: int) -> np.ndarray:
     """A point uniform in the d-dimensional unit ball."""
     direction = rng.normal(size=d)
     return direction / np.linalg.norm(direction) * rng.random() ** (1.0 / d)
+
+
+def gapped_theta(rng: np.random.Generator, d: int, top: float) -> np.ndarray:
+    """theta uniform in the unit ball conditioned on ||theta|| >= ``top`` (rejection sampling).
+
+    ``top`` is the largest inner product the actions must realise with ||x|| <= 1.
+    """
+    if top > 1.0:
+        raise ValueError(f"top = {top}; accepted: <= 1")
+    while True:
+        theta = unit_ball(rng, d)
+        if np.linalg.norm(theta) >= top:
+            return theta
+
+
+def gapped_contexts(rng: np.random.Generator, theta: np.ndarray, count: int, arms: int,
+                    band: tuple[float, float], best_band: tuple[float, float]) -> np.ndarray:
+    """``count`` decision sets of ``arms`` unit vectors with prescribed values <x, theta> (Sec. 4.4).
+
+    Row ``best`` (uniform over the K rows, independently per set) gets a value U[best_band],
+    every other row U[band]; see the module docstring for the construction.
+    """
+    d = len(theta)
+    norm = float(np.linalg.norm(theta))
+    direction = theta / norm
+    values = rng.uniform(band[0], band[1], size=(count, arms))
+    best = rng.integers(arms, size=count)
+    values[np.arange(count), best] = rng.uniform(best_band[0], best_band[1], size=count)
+    along = values / norm
+    x = along[..., None] * direction
+    if d > 1:
+        w = rng.standard_normal(size=(count, arms, d))
+        w -= (w @ direction)[..., None] * direction
+        length = np.sqrt(np.einsum("akd,akd->ak", w, w))
+        x += (np.sqrt(np.maximum(1.0 - along**2, 0.0)) / length)[..., None] * w
+    return x
 
 
 @bandits.register("linear")
@@ -38,19 +90,37 @@ class LinearBandit(BanditEnvironment):
     fields = {
         "dimension": P.integer(10, low=1, doc="context dimension d"),
         "arms": P.integer(10, low=2, doc="contexts offered per trial K"),
-        "contexts": P.choice(("sphere",), "sphere", doc="how the K contexts of a trial are drawn"),
+        "contexts": P.choice(("sphere", "gapped"), "sphere",
+                             doc="how the K contexts of a trial are drawn (gapped: dubey2020 Sec. 4.4)"),
+        "band": P.real_list((0.5, 0.6), low=0.0, high=1.0, min_len=2,
+                            doc="gapped: [low, high] of <x, theta> for the K - 1 suboptimal actions"),
+        "best_band": P.real_list((0.7, 0.8), low=0.0, high=1.0, min_len=2,
+                                 doc="gapped: [low, high] of <x, theta> for the best action"),
         "noise": P.choice(("bernoulli", "gaussian"), "gaussian", doc="reward law around <x, theta>"),
         "sigma": P.real(0.1, low=0.0, doc="Gaussian noise standard deviation"),
     }
 
     @classmethod
     def check(cls, options: Mapping[str, Any], source: str | None = None) -> None:
-        return None
+        if options.get("contexts") != "gapped":
+            return
+        band, best = tuple(options.get("band", (0.5, 0.6))), tuple(options.get("best_band", (0.7, 0.8)))
+        for key, pair in (("band", band), ("best_band", best)):
+            if len(pair) != 2 or pair[0] > pair[1]:
+                raise InputError(f"bandit.{key} = {list(pair)}; accepted: two values [low, high] with low <= high",
+                                 source=source, key=f"bandit.{key}")
+        if best[0] <= band[1] or best[1] <= 0.0:
+            raise InputError(f"bandit.best_band = {list(best)} must lie above bandit.band = {list(band)}; "
+                             "accepted: best_band low > band high", source=source, key="bandit.best_band")
+        return
 
     def __init__(self, options: Mapping[str, Any], num_agents: int, streams: Streams):
         super().__init__(options, num_agents, streams)
         self.dimension = options["dimension"]
-        self.theta = unit_ball(streams.for_("means"), self.dimension)
+        if options.get("contexts") == "gapped":
+            self.theta = gapped_theta(streams.for_("means"), self.dimension, max(options["best_band"]))
+        else:
+            self.theta = unit_ball(streams.for_("means"), self.dimension)
         self._context_rng = streams.for_("contexts")
         self.current = np.zeros((num_agents, options["arms"], self.dimension))
         self._values = np.zeros((num_agents, options["arms"]))
@@ -58,6 +128,9 @@ class LinearBandit(BanditEnvironment):
         self.local_means = np.zeros((num_agents, options["arms"]))
 
     def _draw(self, count: int) -> np.ndarray:
+        if self.options.get("contexts") == "gapped":
+            return gapped_contexts(self._context_rng, self.theta, count, self.options["arms"],
+                                   self.options["band"], self.options["best_band"])
         x = self._context_rng.normal(size=(count, self.options["arms"], self.dimension))
         return x / np.linalg.norm(x, axis=-1, keepdims=True)
 

@@ -87,7 +87,7 @@ class TabularBandit(BanditEnvironment):
 
     def _rewards(self, agents, arms, n, u):
         out = np.zeros(len(agents))
-        for j, (agent, arm, count) in enumerate(zip(agents, arms, n)):
+        for j, (agent, arm, count) in enumerate(zip(agents, arms, n, strict=False)):
             rows = self._samples[agent][arm]
             if count == 0:
                 continue

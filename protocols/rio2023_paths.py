@@ -1,0 +1,236 @@
+"""Exact-law machinery of the rio2023 event simulation: who is active when, and what the
+reward sums of an agent look like at the local steps where something can happen.
+
+Activation clock (Assumptions 3.2-3.3)
+--------------------------------------
+In the paper one agent is active per round, drawn i.i.d. from ``P_N(t)``: ``P_N`` restricted
+to the agents still in ``N(t)`` and renormalised. Per-agent counts after t rounds are
+Multinomial(t, p) (footnote 1, Eq. 21): a multinomial thinning of the rounds. We embed the
+rounds in continuous time ("Poissonisation", DasGupta 2011, Thm. A.2, used by the paper for
+Prop. 5.3): agent n is activated at the points of an independent Poisson process of rate
+``p_n = P_N(n)`` (sum 1 over all agents). Superposing the processes of the agents in ``N(t)``,
+every point is agent n's with probability ``p_n / sum_{m in N(t)} p_m`` independently of the
+past: exactly ``P_N(t)``. Agents that leave ``N(t)`` simply stop producing points, so nobody's
+law changes when somebody leaves. The sequence of active agents, hence every round-indexed
+quantity of the algorithms, has exactly the paper's law; the round count at continuous time
+``tau`` is the number of points of active agents in ``[0, tau]``.
+
+Consequences used by the simulator (all exact):
+
+* From an agent's activation at time ``s``, its c-th next activation is at ``s + Gamma(c, 1/p_n)``
+  (memorylessness), independently of the other agents. An epoch end (DP-MASE) or the next local
+  step where an elimination can happen (successive elimination) is one such event.
+* Given that agent n's next scheduled activation is the c-th after ``s`` at ``E``, its c - 1
+  intermediate activations are i.i.d. uniform on ``(s, E)`` (order statistics of a Poisson
+  process). So the number of them before ``tau`` is Binomial(h, (tau - a) / (E - a)) given h of
+  them are still unrevealed in ``(a, E)``, and the first one after ``tau`` is at
+  ``tau + (E - tau) Beta(1, h)``. This "bridge" gives the exact round count when the run stops
+  and the exact activation at which an agent learns of a global elimination. Once an agent's
+  process is revealed up to such an activation ``s``, everything decided so far is a function
+  of its process on ``[0, s]``; the rest of the old schedule is discarded and the future after
+  ``s`` is a fresh Poisson process (independent increments), so rescheduling from ``s`` is exact.
+
+Engine time is therefore Poissonised round time: the rate of rounds per unit of engine time is
+``sum_{n in N(t)} p_n`` (1 while every agent is active). Message delays are in these units.
+``sample_complexity`` is the exact number of rounds, not the engine time.
+
+Reward paths of successive elimination
+--------------------------------------
+An agent running successive elimination (CE appendix Alg. 4) samples every arm of its active
+set once per activation and tests the elimination condition at *every* local step, so its
+decisions depend on the whole walk ``S_k(1), S_k(2), ...`` of each arm's sum. :class:`RewardPaths`
+draws an agent's per-step rewards ahead, in blocks (the first 128 local steps of every agent
+in one call at the start, then blocks sized to reach the predicted next crossing), with one
+vectorised ``bandit.pull_many(agents, arms, 1)`` call per block (the agent's own reward
+stream, consumed in step order), and finds the first local step where the condition holds
+with one vectorised test over the block. Revealed steps are kept ("banked") as the agent's
+future: when the agent later has to stop at an earlier step (a global elimination reaches it),
+its sums there are read from the bank. Banked rows are fully revealed, so no decision ever
+conditions the unrevealed part of a walk, and the block sizes change only which uniforms feed
+which step, not the law. Only the timing of the agent's activations, not the
+rounds of the other agents, is jumped over, so the Python cost of a run is proportional to the
+number of events (eliminations, synchronisations) and the numpy cost to local steps x arms.
+Rewards drawn ahead of a local step the agent never reaches (the run stops first, or the arm
+leaves the active set) are still recorded by the bandit's pull and regret books.
+
+DP-MASE needs none of this: the rewards of an epoch only enter through their sums, drawn
+exactly as ``pull_many(agents, arms, R(e))`` (Binomial) at the epoch end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from protocols.rio2023_rules import se_bound
+
+
+class ActivationClock:
+    """Poissonised activation schedule of N agents (see module docstring).
+
+    Per agent: ``last_step`` (local activations processed), ``event_time`` / ``event_step`` of
+    the next scheduled activation, and the bridge state ``reveal_time``, ``revealed`` (activations
+    in (last event, reveal_time]) and ``hidden`` (activations in (reveal_time, event_time)).
+    """
+
+    def __init__(self, rates: np.ndarray, rng: np.random.Generator):
+        n = len(rates)
+        self.rates = np.asarray(rates, dtype=float)
+        self.rng = rng
+        self.last_step = np.zeros(n, dtype=np.int64)
+        self.event_step = np.zeros(n, dtype=np.int64)
+        self.event_time = np.full(n, np.inf)
+        self.reveal_time = np.zeros(n)
+        self.revealed = np.zeros(n, dtype=np.int64)
+        self.hidden = np.zeros(n, dtype=np.int64)
+        self.version = np.zeros(n, dtype=np.int64)
+
+    def schedule(self, agent: int, now: float, steps: int) -> float:
+        """Agent was active at ``now`` (its ``last_step``-th activation); its ``steps``-th next
+        activation is the next event. Returns the event time."""
+        when = now + self.rng.gamma(steps, 1.0 / self.rates[agent])
+        self.event_step[agent] = self.last_step[agent] + steps
+        self.event_time[agent] = when
+        self.reveal_time[agent] = now
+        self.revealed[agent] = 0
+        self.hidden[agent] = steps - 1
+        self.version[agent] += 1
+        return when
+
+    def reveal(self, agents: np.ndarray, now: float) -> None:
+        """Reveal how many hidden activations of ``agents`` happened in (reveal_time, now]."""
+        if len(agents) == 0:
+            return
+        span = self.event_time[agents] - self.reveal_time[agents]
+        frac = np.clip((now - self.reveal_time[agents]) / span, 0.0, 1.0)
+        got = self.rng.binomial(self.hidden[agents], frac)
+        self.revealed[agents] += got
+        self.hidden[agents] -= got
+        self.reveal_time[agents] = now
+
+    def interrupt(self, agents: np.ndarray, now: float) -> np.ndarray:
+        """Move each agent's next event to its first activation after ``now`` (Beta(1, h) bridge).
+        Returns the agents whose event moved (the others' next activation is the event itself)."""
+        self.reveal(agents, now)
+        moved = agents[self.hidden[agents] > 0]
+        if len(moved) == 0:
+            return moved
+        h = self.hidden[moved]
+        when = now + (self.event_time[moved] - now) * self.rng.beta(1.0, h)
+        self.event_step[moved] = self.last_step[moved] + self.revealed[moved] + 1
+        self.event_time[moved] = when
+        self.reveal_time[moved] = now
+        self.revealed[moved] = 0
+        self.hidden[moved] = 0
+        self.version[moved] += 1
+        return moved
+
+    def rounds(self, in_play: np.ndarray, now: float) -> int:
+        """Exact number of rounds (activations of anybody) in [0, now]."""
+        agents = np.flatnonzero(in_play)
+        self.reveal(agents, now)
+        return int(self.last_step.sum() + self.revealed[agents].sum())
+
+
+class RewardPaths:
+    """Per-agent reward-sum walks of successive elimination, revealed in blocks (module docstring).
+
+    ``t[n]`` is agent n's current local step and ``sums[n]`` its arm sums there (NaN for arms
+    that left its active set); ``bank[n]`` holds the cumulative sums at steps
+    ``t[n] + 1 .. t[n] + len(bank[n])`` already drawn; ``checked[n]`` rows of it are known not to
+    meet the elimination condition for the current active set.
+    """
+
+    def __init__(self, bandit, num_agents: int, num_arms: int, failure: float, *, block: int = 128,
+                 max_block: int = 4096, max_draws: int = 4096, reward_stream=None):
+        self.bandit = bandit
+        self.num_arms = num_arms
+        self.failure = failure
+        self.block = block
+        self.max_block = max_block
+        self.max_draws = max_draws
+        self.t = np.zeros(num_agents, dtype=np.int64)
+        self.sums = np.zeros((num_agents, num_arms))
+        self.bank = [np.zeros((0, num_arms)) for _ in range(num_agents)]
+        self.checked = np.zeros(num_agents, dtype=np.int64)
+        self._stream = reward_stream or (lambda n: n)
+
+    def _block_size(self, agent: int, active: np.ndarray) -> int:
+        """How many steps to draw next: enough to reach the step where the widest current gap
+        would cross the threshold if the empirical gap per step held (x 1.25, + 64), clipped to
+        [block, max_block]. Any size gives the same law; this only trades calls for overdraw."""
+        bank = self.bank[agent]
+        t = int(self.t[agent]) + len(bank)
+        last = bank[-1] if len(bank) else self.sums[agent]
+        arms = np.flatnonzero(active)
+        if t == 0 or len(arms) < 2:
+            return min(self.block, max(self.max_draws // max(len(arms), 1), 1))
+        drift = (last[arms].max() - last[arms].min()) / t
+        if drift <= 0:
+            return self.max_block
+        target = float(t)
+        for _ in range(4):                                   # fixed point of drift * t = B(t)
+            target = float(se_bound(target, self.num_arms, self.failure)) / drift
+        want = int(1.25 * target) - t + 64
+        # at most max_draws uniforms per call: the bandit buffers that many per agent (memory)
+        cap = max(self.max_draws // len(arms), 1)
+        return int(min(max(want, self.block), self.max_block, cap))
+
+    def _extend(self, agent: int, active: np.ndarray) -> None:
+        bank = self.bank[agent]
+        size = self._block_size(agent, active)
+        arms = np.flatnonzero(active)
+        last = bank[-1] if len(bank) else self.sums[agent]
+        who = np.full(size * len(arms), self._stream(agent), dtype=np.int64)
+        rewards = self.bandit.pull_many(who, np.tile(arms, size), 1).reshape(size, len(arms))
+        rows = np.full((size, self.num_arms), np.nan)
+        rows[:, arms] = last[arms] + np.cumsum(rewards, axis=0)
+        self.bank[agent] = np.concatenate([bank, rows]) if len(bank) else rows
+
+    def prefill(self, agents: np.ndarray, active: np.ndarray, size: int) -> None:
+        """Draw the first ``size`` local steps of every agent in ``agents`` (empty banks) at once,
+        with one ``pull_many`` call; ``active`` is the agents x arms mask of sampled arms."""
+        per_agent = active[agents].sum(axis=1)
+        counts = per_agent * size
+        who = np.repeat(np.array([self._stream(a) for a in agents], dtype=np.int64), counts)
+        arms = np.concatenate([np.tile(np.flatnonzero(active[a]), size) for a in agents])
+        rewards = self.bandit.pull_many(who, arms, 1)
+        offsets = np.concatenate([[0], np.cumsum(counts)])
+        for i, a in enumerate(agents):
+            k = np.flatnonzero(active[a])
+            block = rewards[offsets[i]:offsets[i + 1]].reshape(size, len(k))
+            rows = np.full((size, self.num_arms), np.nan)
+            rows[:, k] = self.sums[a, k] + np.cumsum(block, axis=0)
+            self.bank[a] = rows
+
+    def next_crossing(self, agent: int, active: np.ndarray) -> int:
+        """First local step > t[agent] where an arm of ``active`` meets the elimination
+        condition of CE appendix Alg. 4 (``active`` held fixed until then)."""
+        while True:
+            bank = self.bank[agent]
+            start = int(self.checked[agent])
+            if start < len(bank):
+                steps = self.t[agent] + 1 + np.arange(start, len(bank))
+                block = bank[start:, np.flatnonzero(active)]
+                # some arm k has max_l S_l - S_k >= B(t)  <=>  max - min >= B(t)  (CE Alg. 4 line 5)
+                hit = block.max(axis=1) - block.min(axis=1) >= se_bound(steps, self.num_arms, self.failure)
+                if hit.any():
+                    first = int(np.argmax(hit))
+                    self.checked[agent] = start + first
+                    return int(steps[first])
+                self.checked[agent] = len(bank)
+            self._extend(agent, active)
+
+    def move_to(self, agent: int, step: int, active: np.ndarray) -> np.ndarray:
+        """Advance agent to local ``step`` (drawing rewards if needed); returns its sums there.
+        Bank rows are re-tested afterwards (the active set may have changed)."""
+        ahead = step - int(self.t[agent])
+        if ahead > 0:
+            while len(self.bank[agent]) < ahead:
+                self._extend(agent, active)
+            row = self.bank[agent][ahead - 1].copy()
+            self.bank[agent] = self.bank[agent][ahead:]
+            self.t[agent] = step
+            row[~active] = np.nan
+            self.sums[agent] = row
+        self.checked[agent] = 0
+        return self.sums[agent]

@@ -1,0 +1,292 @@
+"""Tests of the dubey2020a family: interval mechanism, trimmed mean, the three protocols and the
+paper's qualitative claims on small instances (fixed seeds)."""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from netsim import scenario as S
+from netsim.errors import InputError
+from netsim.sim import Simulation, run_trial
+from netsim.streams import trial_sequence
+from protocols.dubey2020a import private_group_estimates, resolve_gamma, ucb_choice
+from protocols.privacy.interval import IntervalMechanism
+from protocols.robust import SampleHistogram, trim_count, trimmed_mean, trimmed_mean_histogram
+
+
+def scenario(protocol, *, agents=30, topology="erdos_renyi", horizon=300, seed=7, bandit=None, adversary=None,
+             **net):
+    network = {"topology": topology, "agents": agents, **net}
+    if topology == "erdos_renyi":
+        network.setdefault("p", 0.2)
+    doc = {"name": "t", "bandit": {"kind": "bernoulli", "arms": 5, **(bandit or {})}, "network": network,
+           "protocol": protocol, "run": {"horizon": horizon, "seed": seed, "checkpoints": 10}}
+    if adversary:
+        doc["adversary"] = adversary
+    return S.from_dict(doc)
+
+
+def group_regret(sc, trials=(0,)):
+    return float(np.mean([run_trial(sc, trial_sequence(sc.run["seed"], i), i).row["group_regret"] for i in trials]))
+
+
+# ---------------------------------------------------------------------- interval mechanism
+@pytest.mark.parametrize("eps, f", [(1.0, 1), (0.5, 2), (0.3, 4), (0.1, 10), (0.07, 15), (math.inf, 1)])
+def test_interval_is_ceil_inverse_epsilon(eps, f):
+    assert IntervalMechanism(epsilon=eps).interval == f
+
+
+def test_release_points_are_the_multiples_of_the_interval():
+    # decision pinned: W(i) = i * ceil(1/eps), i >= 1 (DP-UCB-INT), not Lemma 3.4's garbled series
+    mech = IntervalMechanism(epsilon=0.25, v=1.2)
+    n = np.arange(0, 30)
+    assert list(n[mech.is_release(n)]) == [4, 8, 12, 16, 20, 24, 28]
+    assert mech.point(3) == 12
+
+
+@pytest.mark.parametrize("v", [1.05, 1.1, 1.3, 1.49])
+@pytest.mark.parametrize("n", [1, 10, 250])
+def test_laplace_scale_and_epsilon_per_release(v, n):
+    mech = IntervalMechanism(epsilon=0.1, v=v)
+    assert mech.scale(n) == pytest.approx(n ** (v / 2 - 1))
+    assert mech.variance(n) == pytest.approx(2 * n ** (v - 2))
+    # sensitivity 1/n over the scale (Lemma 3.5)
+    assert mech.epsilon_per_release(n) == pytest.approx((1 / n) / mech.scale(n))
+
+
+def test_release_noise_has_the_stated_law():
+    mech = IntervalMechanism(epsilon=0.1, v=1.1)
+    rng = np.random.default_rng(3)
+    n = np.full(200_000, 40.0)
+    noise = mech.release(n * 0.25, n, rng) - 0.25
+    assert np.var(noise) == pytest.approx(mech.variance(40), rel=0.03)
+    assert np.mean(np.abs(noise)) == pytest.approx(mech.scale(40), rel=0.02)  # E|Laplace(b)| = b
+
+
+def test_no_privacy_releases_exact_means_every_pull():
+    mech = IntervalMechanism(epsilon=math.inf)
+    assert mech.is_release(1) and mech.scale(5) == 0.0
+    assert mech.release(np.array([3.0]), np.array([4.0]), np.random.default_rng(0))[0] == 0.75
+
+
+def test_epsilon_accounting():
+    mech = IntervalMechanism(epsilon=0.5, v=1.2)
+    assert mech.spent(7) == pytest.approx(2 ** -0.6 + 4 ** -0.6 + 6 ** -0.6)
+    assert mech.spent(1) == 0.0
+    t, delta = 1000, 0.01
+    zeta = 5.591582441177751  # zeta(1.2)
+    expected = min(0.5 * t ** 0.4 / 0.4, 2 * 0.5 * zeta + math.sqrt(2 * 0.5 * zeta * math.log(1 / delta)))
+    assert mech.lemma_3_6_bound(t, delta) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("kw", [{"epsilon": 0}, {"epsilon": 1.5}, {"epsilon": 0.1, "v": 1.0}, {"epsilon": 0.1, "v": 1.5}])
+def test_interval_mechanism_rejects_bad_parameters(kw):
+    with pytest.raises(ValueError, match="accepted"):
+        IntervalMechanism(**kw)
+
+
+# ---------------------------------------------------------------------- trimmed mean
+def test_trim_count_pinned():
+    # N = 100, eps = 0.01, delta = 0.01: alpha = max(0.01, ln(100)/100) = 0.046052;
+    # 1 - 2 alpha - sqrt(2 alpha ln(400) / 100) - ln(400)/100 = 1 - 0.092103 - 0.074290 - 0.059915
+    # = 0.773692, so L = ceil(77.37) = 78 (square root over the first term only).
+    assert int(trim_count(100, 0.01, 0.01)) == 78
+    assert int(trim_count(10, 0.01, 0.01)) < 1  # too few samples: no trimming
+
+
+@settings(max_examples=60, deadline=None)
+@given(samples=st.lists(st.sampled_from([0.0, 1.0, 0.5, 7.0, -2.0]), min_size=1, max_size=80),
+       eps=st.sampled_from([0.0, 0.01, 0.2]), delta=st.sampled_from([0.5, 0.1, 0.001]))
+def test_histogram_version_equals_reference(samples, eps, delta):
+    h = SampleHistogram(1)
+    h.add(np.zeros(len(samples), dtype=int), np.array(samples))
+    assert h.trimmed_means(eps, delta)[0] == pytest.approx(trimmed_mean(np.array(samples), eps, delta))
+
+
+def test_samples_split_alternately_in_arrival_order():
+    h = SampleHistogram(2)
+    h.add(np.array([0, 1, 0, 0]), np.array([1.0, 5.0, 2.0, 3.0]))
+    h.add(np.array([0]), np.array([4.0]))
+    values, x, y = h.histogram()
+    assert list(values) == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert list(x[0]) == [1, 0, 1, 0, 0] and list(y[0]) == [0, 1, 0, 1, 0]  # 1, 3 are X; 2, 4 are Y
+    assert list(x[1]) == [0, 0, 0, 0, 1] and h.sizes.tolist() == [4, 1]
+
+
+def test_trimmed_mean_ignores_planted_outliers():
+    # 5 % of 4000 samples replaced by 100.0; the plain mean moves by ~5, the trimmed mean stays
+    # within 0.02 of the true mean 0.3 (tolerance ~ 4 standard errors for sigma = 0.1, N = 2000).
+    rng = np.random.default_rng(2020)
+    samples = rng.normal(0.3, 0.1, 4000)
+    samples[rng.random(4000) < 0.05] = 100.0
+    assert abs(samples.mean() - 0.3) > 4
+    assert abs(trimmed_mean(samples, 0.05, 0.01) - 0.3) < 0.02
+    values, inverse = np.unique(samples, return_inverse=True)
+    x = np.bincount(inverse[0::2], minlength=len(values))[None]
+    y = np.bincount(inverse[1::2], minlength=len(values))[None]
+    assert abs(trimmed_mean_histogram(values, x, y, 0.05, 0.01)[0] - 0.3) < 0.02
+
+
+def test_trimmed_mean_without_outliers_is_close_to_plain_mean():
+    rng = np.random.default_rng(5)
+    samples = (rng.random(3000) < 0.4).astype(float)
+    assert abs(trimmed_mean(samples, 0.001, 1e-4) - samples[0::2].mean()) < 1e-12  # [0, 1] kept whole
+
+
+# ---------------------------------------------------------------------- decision rules
+def test_private_group_estimates_alg1():
+    own_s, own_n = np.array([[3.0, 1.0]]), np.array([[4.0, 2.0]])
+    means = np.array([[[0.5, 0.2], [0.9, 0.0]]])
+    counts = np.array([[[2.0, 5.0], [10.0, 0.0]]])
+    mu, n = private_group_estimates(own_s, own_n, means, counts)
+    assert n.tolist() == [[16.0, 7.0]]
+    assert mu[0, 0] == pytest.approx((3 + 1 + 9) / 16) and mu[0, 1] == pytest.approx((1 + 1) / 7)
+
+
+def test_ucb_choice_round_robin_then_ucb():
+    means = np.array([[0.1, 0.9, 0.5]])
+    counts = np.array([[10.0, 10.0, 1.0]])
+    assert ucb_choice(means, counts, 4, 6)[0] == 4 % 3
+    assert ucb_choice(means, counts, 7, 6)[0] == 2  # 0.5 + sqrt(2 ln 7) beats 0.9 + sqrt(2 ln 7 / 10)
+
+
+@pytest.mark.parametrize("graph, word, expected", [
+    (nx.path_graph(7), "half-diameter", 3), (nx.path_graph(8), "half-diameter", 3),
+    (nx.complete_graph(5), "half-diameter", 1), (nx.path_graph(7), "diameter", 6), (nx.cycle_graph(9), 2, 2)])
+def test_gamma_resolution(graph, word, expected):
+    assert resolve_gamma(word, graph) == expected
+
+
+def test_half_diameter_on_the_paper_graphs_is_one():
+    sc = scenario({"name": "dubey2020a-private"}, agents=200, p=0.1, horizon=1)
+    result = run_trial(sc, trial_sequence(1, 0), 0)
+    assert result.row["gamma"] == 1
+
+
+@pytest.mark.parametrize("protocol, key", [
+    ({"name": "dubey2020a-private", "epsilon": 0.0}, "protocol.epsilon"),
+    ({"name": "dubey2020a-private", "epsilon": 2.0}, "protocol.epsilon"),
+    ({"name": "dubey2020a-private", "v": 1.5}, "protocol.v"),
+    ({"name": "dubey2020a-private", "gamma": -1}, "protocol.gamma"),
+    ({"name": "dubey2020a-private", "gamma": "radius"}, "protocol.gamma"),
+    ({"name": "dp-ucb-int", "v": 0.9}, "protocol.v"),
+    ({"name": "dubey2020a-byzantine", "epsilon": 0.5}, "protocol.epsilon"),
+    ({"name": "dubey2020a-byzantine", "sigma": 0.0}, "protocol.sigma"),
+])
+def test_bad_parameters_raise_input_error(protocol, key):
+    with pytest.raises(InputError) as err:
+        scenario(protocol)
+    assert key in str(err.value) and "expected" in str(err.value)
+
+
+def test_jitter_rejected():
+    doc = scenario({"name": "dubey2020a-private"}).as_dict()
+    doc["clock"]["jitter"] = 0.1
+    with pytest.raises(InputError, match="clock.jitter"):
+        S.from_dict(doc)
+
+
+# ---------------------------------------------------------------------- protocols on the engine
+class OnesRng:
+    """Stands in for the privacy stream: every Laplace(0, 1) draw is exactly 1."""
+
+    def laplace(self, loc, scale, size):
+        return np.ones(size)
+
+
+def test_private_releases_only_at_interval_points_with_scale_n_pow():
+    sc = scenario({"name": "dubey2020a-private", "epsilon": 0.2, "v": 1.3, "gamma": 1}, agents=12, horizon=120)
+    sim = Simulation(sc, trial_sequence(1, 0))
+    proto = sim.protocol
+    seen = []
+    original = IntervalMechanism.release
+
+    def spy(self, sums, counts, rng):
+        out = original(self, sums, counts, OnesRng())
+        seen.append((np.array(counts), out - np.asarray(sums) / np.asarray(counts)))
+        return out
+
+    IntervalMechanism.release = spy
+    try:
+        sim.run()
+    finally:
+        IntervalMechanism.release = original
+    counts = np.concatenate([c for c, _ in seen])
+    noise = np.concatenate([z for _, z in seen])
+    assert np.all(counts % 5 == 0)                                 # f = ceil(1/0.2) = 5
+    assert np.allclose(noise, counts ** (1.3 / 2 - 1))             # scale n^(v/2-1) per release
+    expected = int((proto.counts.astype(int) // 5).sum())          # one release per interval point reached
+    assert len(counts) == expected == proto.releases
+
+
+def test_private_messages_carry_released_means_and_current_counts():
+    sc = scenario({"name": "dubey2020a-private", "epsilon": 0.5, "gamma": 2}, agents=10, topology="path", horizon=40)
+    sim = Simulation(sc, trial_sequence(2, 0))
+    sim.run()
+    proto = sim.protocol
+    table = proto.flood.latest_values
+    # agent 3 hears agents 1, 2, 4, 5. The run ends at time 40 before the deliveries due then
+    # (the last tick is at 39): a neighbour's latest record is from the tick at 38, a two-hop one from 37
+    assert np.all(proto.flood.latest_seq[3, [1, 2, 4, 5]] == [37, 38, 38, 37])
+    assert np.all(proto.flood.latest_seq[3, [0, 6, 7, 8, 9]] == -1)
+    mu, n = proto.estimates()
+    mu2, n2 = private_group_estimates(proto.sums, proto.counts, table["mean"], table["count"])
+    assert np.allclose(mu, mu2) and np.array_equal(n, n2)
+
+
+def test_byzantine_corrupted_messages_are_counted():
+    adversary = {"agents": [0], "corruption": 1.0, "distribution": {"model": "constant", "value": 3.0}}
+    sc = scenario({"name": "dubey2020a-byzantine", "gamma": 1}, agents=5, topology="star", horizon=20,
+                  adversary=adversary)
+    sim = Simulation(sc, trial_sequence(1, 0))
+    result = sim.run()
+    # the centre's own record is corrupted once per trial and carried to its 4 leaves
+    assert result.row["records_corrupted"] == 20
+    assert result.row["messages_corrupted"] == 4 * 20  # counted when sent, over the 4 links
+    values, _, _ = sim.protocol.samples.histogram()
+    assert 3.0 in values
+
+
+def test_byzantine_relay_corrupts_relayed_records():
+    adversary = {"agents": [0], "corruption": 1.0, "relay": True,
+                 "distribution": {"model": "constant", "value": 3.0}}
+    sc = scenario({"name": "dubey2020a-byzantine", "gamma": 2}, agents=5, topology="star", horizon=10,
+                  adversary=adversary)
+    result = run_trial(sc, trial_sequence(1, 0), 0)
+    # per trial the centre forwards its own record and the 4 leaf records of the previous trial
+    assert result.row["records_corrupted"] == 10 + 4 * 9
+
+
+def test_byzantine_without_adversary_counts_nothing():
+    sc = scenario({"name": "dubey2020a-byzantine"}, agents=10, horizon=30)
+    assert run_trial(sc, trial_sequence(1, 0), 0).row["messages_corrupted"] == 0
+
+
+# ---------------------------------------------------------------------- claims (small instances)
+def test_claim_private_beats_isolated_ucb1_and_dp_ucb_int():
+    kw = dict(agents=40, p=0.15, horizon=400, seed=11)
+    private = group_regret(scenario({"name": "dubey2020a-private", "epsilon": 0.1}, **kw), (0, 1))
+    ucb1 = group_regret(scenario({"name": "ucb1"}, **kw), (0, 1))
+    dpint = group_regret(scenario({"name": "dp-ucb-int", "epsilon": 0.1}, **kw), (0, 1))
+    assert private < 0.8 * ucb1 and private < 0.8 * dpint
+
+
+def test_claim_byzantine_proof_beats_isolated_ucb1():
+    kw = dict(agents=40, p=0.15, horizon=400, seed=13, bandit={"low": 0.3, "high": 0.7})
+    adversary = {"byzantine": 1.0, "corruption": 1e-3, "distribution": {"model": "uniform", "low": 0.0, "high": 1.0}}
+    byz = group_regret(scenario({"name": "dubey2020a-byzantine", "epsilon": 1e-3}, adversary=adversary, **kw), (0, 1))
+    ucb1 = group_regret(scenario({"name": "ucb1"}, **kw), (0, 1))
+    assert byz < 0.8 * ucb1
+
+
+@pytest.mark.parametrize("name", ["dubey2020a-private", "dubey2020a-byzantine"])
+def test_claim_regret_falls_as_gamma_grows_to_the_diameter(name):
+    # ring of 24 agents: diameter 12
+    kw = dict(agents=24, topology="ring", horizon=300, seed=17)
+    regrets = [group_regret(scenario({"name": name, "gamma": g}, **kw), (0, 1)) for g in (1, 3, "diameter")]
+    assert regrets[0] > regrets[1] > regrets[2]

@@ -1,0 +1,222 @@
+"""Tests of netsim.flooding (the LOCAL time-to-live protocol) against networkx and hand counts."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from netsim import scenario as S
+from netsim.flooding import Flooding, record_dtype
+from netsim.sim import Simulation
+from netsim.streams import trial_sequence
+
+VALUES = [("x", "f8")]
+
+
+def make_sim(topology="erdos_renyi", agents=12, seed=1, delay=None, adversary=None, **net):
+    network = {"topology": topology, "agents": agents, **net}
+    if delay is not None:
+        network["delay"] = delay
+    doc = {"name": "t", "bandit": {"kind": "bernoulli", "arms": 2}, "network": network,
+           "protocol": {"name": "ucb1"}, "run": {"horizon": 50, "seed": seed}}
+    if adversary:
+        doc["adversary"] = adversary
+    sc = S.from_dict(doc)
+    return Simulation(sc, trial_sequence(seed, 0))
+
+
+class Driver:
+    """Publishes for ``who`` at the ticks in ``when`` (all ticks if None) and flushes every tick."""
+
+    def __init__(self, sim, gamma, who=None, when=None, **kw):
+        self.sim = sim
+        self.arrivals = []  # (time, dst, origin, seq)
+        self.flood = Flooding(sim, "flood", gamma, VALUES, on_receive=self.got, **kw)
+        self.who = np.arange(sim.num_agents) if who is None else np.asarray(who)
+        self.when = when
+        self.per_tick = []  # (engine messages, records) sent by each flush
+        sim.every(1.0, self.tick)
+
+    def got(self, dst, records):
+        for d, r in zip(dst.tolist(), records):
+            self.arrivals.append((self.sim.now, d, int(r["origin"]), int(r["seq"])))
+
+    def tick(self, now):
+        if self.when is None or now in self.when:
+            self.flood.publish(self.who, {"x": np.full(len(self.who), now)})
+        before = self.flood.records_forwarded
+        sent = self.flood.flush()
+        self.per_tick.append((sent, self.flood.records_forwarded - before))
+
+    def run(self, until):
+        self.sim.env.run(until=until)
+        return self
+
+
+def test_record_dtype_header_and_clash():
+    dt = record_dtype([("mean", "f8", (3,)), ("count", "f8", (3,))])
+    assert dt.names[:4] == ("origin", "seq", "created", "life")
+    with pytest.raises(ValueError, match="clash"):
+        record_dtype([("life", "f8")])
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), gamma=st.integers(0, 5))
+def test_arrival_time_is_shortest_path_distance_within_gamma(seed, gamma):
+    sim = make_sim(agents=14, seed=seed, p=0.25)
+    drv = Driver(sim, gamma, when={0.0}).run(12)
+    dist = dict(nx.all_pairs_shortest_path_length(sim.network.agent_graph))
+    got = {(d, o): t for t, d, o, s in drv.arrivals}
+    assert len(got) == len(drv.arrivals)  # each record reported once per receiver
+    for m in range(14):
+        for o in range(14):
+            if m == o:
+                continue
+            d = dist[o][m]
+            if d <= gamma:
+                assert got[(m, o)] == d
+            else:
+                assert (m, o) not in got
+
+
+def test_latest_table_lags_by_distance_when_everyone_publishes_every_trial():
+    sim = make_sim(agents=15, seed=3, p=0.2)
+    gamma = 3
+    drv = Driver(sim, gamma)
+    snapshots = {}
+    sim.every(1.0, lambda now: snapshots.setdefault(now, drv.flood.latest_seq.copy()))  # after driver's tick
+    drv.run(10)
+    dist = dict(nx.all_pairs_shortest_path_length(sim.network.agent_graph))
+    t = 8.0
+    table = snapshots[t]
+    for m in range(15):
+        for o in range(15):
+            if m == o:
+                assert table[m, o] == -1
+            elif dist[o][m] <= gamma:
+                assert table[m, o] == t - dist[o][m]  # seq = creation trial
+            else:
+                assert table[m, o] == -1
+    # values travel with the record
+    assert np.all(drv.flood.latest_values["x"][table >= 0] == drv.flood.latest_created[table >= 0])
+
+
+@pytest.mark.parametrize("gamma", [1, 2, 3, 4])
+def test_single_record_forwarded_once_per_node_within_gamma_minus_one(gamma):
+    sim = make_sim(agents=16, seed=5, p=0.2)
+    drv = Driver(sim, gamma, who=[0], when={0.0}).run(10)
+    graph = sim.network.agent_graph
+    dist = nx.single_source_shortest_path_length(graph, 0)
+    # every node at distance < gamma forwards the record exactly once to all its neighbours
+    expected = sum(graph.degree(v) for v, d in dist.items() if d < gamma)
+    assert drv.flood.records_forwarded == expected
+    assert sim.metrics.kind("flood").records == expected
+    assert sim.metrics.kind("flood").sent == expected  # one record per message here
+    reached = sum(1 for v, d in dist.items() if 0 < d <= gamma)
+    assert drv.flood.records_received - drv.flood.duplicates == reached
+    assert drv.flood.duplicates == expected - reached
+
+
+def test_messages_per_trial_on_a_path():
+    # path 0-1-2-3-4, gamma = 2, everyone publishes every trial. In steady state node v sends
+    # one message to each neighbour carrying its own record and those of the nodes at distance 1:
+    # |B(v, 1)| = 2, 3, 3, 3, 2 records, degrees 1, 2, 2, 2, 1.
+    sim = make_sim(topology="path", agents=5)
+    drv = Driver(sim, 2).run(6)
+    assert drv.per_tick[0] == (8, 8)  # trial 0: own records only, sum of degrees = 8
+    for sent, records in drv.per_tick[1:]:
+        assert sent == 8
+        assert records == 1 * 2 + 2 * 3 + 2 * 3 + 2 * 3 + 1 * 2  # = 22
+
+
+@pytest.mark.parametrize("gamma, records", [(1, 2 * 6), (2, 6 * 7 + 2 * 6), (3, 6 * 7 + 6 * 7)])
+def test_messages_per_trial_on_a_star(gamma, records):
+    # star: centre 0 and 6 leaves. gamma = 1: own records only, 2 * 6 record-hops.
+    # gamma = 2: the centre forwards its own + 6 leaf records (7) to 6 leaves; a leaf forwards
+    # its own + the centre's (2) to the centre. gamma = 3: a leaf also forwards the 5 other
+    # leaves' records (distance 2 < 3), so 7 records each way.
+    sim = make_sim(topology="star", agents=7)
+    drv = Driver(sim, gamma).run(8)
+    for sent, recs in drv.per_tick[gamma:]:
+        assert sent == 12
+        assert recs == records
+
+
+def test_gamma_zero_sends_nothing():
+    sim = make_sim(topology="path", agents=4)
+    drv = Driver(sim, 0).run(5)
+    assert sim.metrics.total("sent") == 0 and not drv.arrivals
+
+
+def test_duplicates_within_a_batch_and_echoes_are_dropped():
+    # complete graph K4, gamma = 3: a record from 0 reaches 1, 2, 3 at t=1; each forwards it to
+    # the others and back to 0 at t=2: all of those are duplicates or echoes.
+    sim = make_sim(topology="complete", agents=4)
+    drv = Driver(sim, 3, who=[0], when={0.0}).run(6)
+    assert sorted(d for _, d, _, _ in drv.arrivals) == [1, 2, 3]
+    assert drv.flood.records_forwarded == 3 + 3 * 3
+    assert drv.flood.duplicates == 9
+
+
+def test_sampled_delays_forward_at_next_flush():
+    sim = make_sim(topology="path", agents=4, delay={"model": "uniform", "low": 0.2, "high": 0.8})
+    drv = Driver(sim, 3, who=[0], when={0.0}).run(6)
+    # every hop waits for the next tick: node d hears at time d - 1 + (delay of last hop)
+    times = {d: t for t, d, _, _ in drv.arrivals}
+    for d in (1, 2, 3):
+        assert d - 1 + 0.2 <= times[d] <= d - 1 + 0.8
+
+
+def test_on_receipt_relay_forwards_immediately():
+    sim = make_sim(topology="path", agents=4, delay={"model": "constant", "value": 0.25})
+    drv = Driver(sim, 3, who=[0], when={0.0}, relay="on_receipt").run(3)
+    times = {d: t for t, d, _, _ in drv.arrivals}
+    assert times == {1: 0.25, 2: 0.5, 3: 0.75}
+
+
+def test_stale_records_beyond_the_window_are_dropped():
+    sim = make_sim(topology="path", agents=2)
+    flood = Flooding(sim, "flood", 1, VALUES)
+    dst = np.array([1])
+    new = flood.records([0], {"x": [0.0]})
+    new["seq"] = 100
+    assert len(flood._fresh(dst, new)) == 1
+    old = new.copy()
+    old["seq"] = 100 - 64
+    assert len(flood._fresh(dst, old)) == 0   # 64 behind the newest: stale
+    old["seq"] = 100 - 63
+    assert len(flood._fresh(dst, old)) == 1   # inside the window, unseen
+    assert len(flood._fresh(dst, old)) == 0   # now seen
+    assert len(flood._fresh(dst, new)) == 0
+
+
+def test_corruptor_same_copy_for_all_links_and_counted():
+    adversary = {"agents": [0], "corruption": 1.0, "distribution": {"model": "constant", "value": 7.0}}
+    sim = make_sim(topology="star", agents=5, adversary=adversary)
+    drv = Driver(sim, 2, when={0.0})
+    counted = []
+    sim.network.corruptible("flood", drv.flood.corruptor("x", records_corrupted=counted.append))
+    drv.run(4)
+    values = drv.flood.latest_values["x"]
+    seqs = drv.flood.latest_seq
+    # centre 0 is byzantine: its own record reaches every leaf as 7; it relays leaves' records honestly
+    assert np.all(values[1:, 0] == 7.0)
+    leaves = [(m, o) for m in range(1, 5) for o in range(1, 5) if m != o]
+    assert all(seqs[m, o] == 0 and values[m, o] == 0.0 for m, o in leaves)
+    assert counted == [1]                      # decided once, at the source
+    assert sim.metrics.kind("flood").corrupted == 4   # the 4 messages that carried it
+
+
+def test_scratch_dedupe_equals_sorting_fallback():
+    runs = []
+    for scratch in (True, False):
+        sim = make_sim(agents=20, seed=9, p=0.25, delay={"model": "uniform", "low": 0.5, "high": 2.5})
+        drv = Driver(sim, 3)
+        if not scratch:
+            drv.flood._scratch = None  # what graphs too large for the scratch table use
+        drv.run(15)
+        runs.append((sorted(drv.arrivals), drv.flood.duplicates, drv.flood.records_forwarded))
+    assert runs[0] == runs[1]
+    assert runs[0][1] > 0
