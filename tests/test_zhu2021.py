@@ -357,3 +357,13 @@ def test_regret_grows_as_epsilon_falls():
         regret[eps] = run_trial(sc, trial_sequence(1, 0), 0).row["mean_agent_regret"]
     assert regret[1.0] > 1.05 * regret[2.0] > 1.05 * 1.05 * regret[5.0]
     assert regret[5.0] > 5 * regret[math.inf]
+
+
+def test_paper_mode_rejects_message_faults_realistic_mode_accepts_them():
+    from netsim import scenario as S
+    from netsim.errors import InputError
+
+    with pytest.raises(InputError, match="protocol.mode"):
+        S.load("zhu2021-fig2a-epsinf", ["faults.duplication=0.1"])
+    sc = S.load("zhu2021-fig2a-epsinf", ["faults.duplication=0.1", "protocol.mode='realistic'"])
+    assert sc.faults["duplication"] == 0.1
