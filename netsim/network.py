@@ -138,6 +138,9 @@ class Network:
         self._batch_handlers: dict[str, BatchHandler] = {}
         self._corruptors: dict[str, Corruptor] = {}
         self.tracer: Callable[[str, Message], None] | None = None
+        # ``[faults]`` of the scenario (netsim.faults.Faults), set by the simulation; None: no faults,
+        # and the send and delivery paths are exactly those of a fault-free network.
+        self.faults: Any = None
 
     # ------------------------------------------------------------------ graph facts
     def neighbors(self, node: int) -> list[int]:
@@ -217,6 +220,17 @@ class Network:
         counts.records += count * size
         metrics.sent_by_node[src] += count
         metrics.links_used(src, dsts, now)
+        faults = self.faults
+        if faults is not None:
+            dsts, dropped = faults.drop_at_send(src, dsts, now)
+            if dropped:
+                counts.dropped += len(dropped)
+                if self.tracer:
+                    for d in dropped:
+                        self.tracer("drop", Message(kind, src, int(d), payload, now, now, size))
+                count = len(dsts)
+                if count == 0:
+                    return
         if self._uniform_links or (src >= self.num_agents and not self._overrides):
             law, loss = self.link_law(src, dsts[0])
             laws = None
@@ -240,6 +254,9 @@ class Network:
                 if count == 0:
                     return
         corrupt = self.adversary is not None and kind in self._corruptors
+        if faults is not None and faults.perturbs:
+            self._send_perturbed(src, dsts, kind, payload, size, laws or [(law, loss)] * count, counts, corrupt)
+            return
         if laws is None and law.is_constant:
             delay = law.args["value"]
             due = now + delay
@@ -268,6 +285,36 @@ class Network:
                 _Delivery(env, due, delay, deliver)
             else:
                 batch.append(message)
+
+    def _send_perturbed(self, src: int, dsts: Sequence[int], kind: str, payload: Any, size: int,
+                        laws: Sequence[tuple[Distribution, float]], counts: Any, corrupt: bool) -> None:
+        """Send with duplication and reordering faults (``netsim.faults``), one message at a time.
+
+        The link delay comes from the network stream as on the plain path; whether a message is
+        held back (and by how much) and whether it is duplicated (and the copy's delay) come from
+        the faults stream. A copy counts as one more message sent of ``kind`` (not by ``src``).
+        """
+        faults = self.faults
+        rng = faults.message_rng
+        extras = faults.extras
+        now = self.env.now
+        for d, (law, _) in zip(dsts, laws, strict=True):
+            delay = float(law.sample(self.rng)) if not law.is_constant else law.args["value"]
+            copies = [delay]
+            if faults.duplication > 0 and rng.random() < faults.duplication:
+                copies.append(float(law.sample(rng)))
+                extras["duplicated"] += 1
+                counts.sent += 1
+                counts.records += size
+            message = Message(kind, src, d, payload, now, now, size)
+            if corrupt:
+                message = self._corrupted(message, counts)
+            for delay in copies:
+                if faults.reorder > 0 and rng.random() < faults.reorder:
+                    delay += float(faults.reorder_delay.sample(rng))
+                    extras["reordered"] += 1
+                due = now + delay
+                self._enqueue_batch(due, delay, [message._replace(due_at=due)])
 
     def _corrupted(self, message: Message, counts: Any) -> Message:
         """``message`` as the adversary lets it through (byzantine sender, corrupting link)."""
@@ -312,6 +359,17 @@ class Network:
         node_handlers = self._node_handlers
         handlers = self._handlers
         grouped: dict[str, list[Message]] | None = None
+        faults = self.faults
+        if faults is not None and faults.has_crashes:
+            kept = []
+            for message in batch:  # a crashed destination receives nothing
+                if faults.delivered(message):
+                    kept.append(message)
+                else:
+                    by_kind[message.kind].dropped += 1
+                    if tracer:
+                        tracer("drop", message)
+            batch = kept
         for message in batch:
             kind = message.kind
             by_kind[kind].delivered += 1

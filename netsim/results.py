@@ -31,7 +31,8 @@ from netsim.sim import TrialResult
 TRIAL_COLUMNS = [
     "scenario", "protocol", "trial", "seed", "agents", "horizon", "end_time", "group_regret",
     "mean_agent_regret", "links_agent_agent", "links_server_agent", "comm_cost", "messages_sent",
-    "messages_delivered", "messages_dropped", "messages_corrupted", "messages_in_flight", "rounds",
+    "messages_delivered", "messages_dropped", "messages_corrupted", "messages_in_flight", "rounds", "status",
+    "failure",
 ]
 AGENT_COLUMNS = ["trial", "agent", "regret", "pulls", "messages_sent", "messages_received", "links"]
 SERIES_COLUMNS = ["trial", "time", "group_regret", "mean_agent_regret", "comm_cost"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from importlib.resources import files
 from pathlib import Path
@@ -20,6 +20,7 @@ import networkx as nx
 import numpy as np
 import simpy
 
+from netsim import faults as F
 from netsim import params as P
 from netsim.distributions import DELAY_MODELS, REPORT_MODELS, parse_distribution
 from netsim.errors import InputError
@@ -41,6 +42,7 @@ TOP = {
     "adversary": P.table({}),
     "clock": P.table({}),
     "run": P.table({}),
+    "faults": P.table({}, doc="fault models (netsim.faults, docs/faults.md)"),
 }
 
 NETWORK = {
@@ -87,7 +89,15 @@ RUN = {
     "trials": P.integer(1, low=1, doc="independent repetitions"),
     "seed": P.integer(1, low=0, doc="root of the run's SeedSequence"),
     "checkpoints": P.integer(100, low=1, doc="points of the regret time series"),
+    "watchdog": P.real(0.0, low=0.0, allow_inf=True,
+                       doc="end a trial as failed after this much simulated time without a pull or a delivery "
+                           "(0 or inf = off)"),
+    "wall_budget": P.real(0.0, low=0.0, allow_inf=True,
+                          doc="end a trial as failed after this many wall-clock seconds (0 or inf = off)"),
 }
+# Keys added after the first release: written by as_dict only when set, so that the resolved form
+# (and the sweep unit ids hashed from it) of older scenarios does not change.
+OPTIONAL_RUN = {"watchdog": 0.0, "wall_budget": 0.0}
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,7 @@ class Scenario:
     clock: Mapping[str, Any]
     run: Mapping[str, Any]
     path: str = ""
+    faults: Mapping[str, Any] = field(default_factory=lambda: P.Frozen())
 
     def as_dict(self) -> dict[str, Any]:
         """The resolved scenario as a TOML-ready nested dict."""
@@ -113,6 +124,9 @@ class Scenario:
             out["scaled"] = self.scaled
         for section in ("bandit", "network", "protocol", "adversary", "clock", "run"):
             out[section] = _plain(getattr(self, section))
+        out["run"] = {k: v for k, v in out["run"].items() if not (k in OPTIONAL_RUN and v == OPTIONAL_RUN[k])}
+        if F.kinds(self.faults):  # a section without any fault is the same scenario as none
+            out["faults"] = _plain(self.faults)
         return out
 
 
@@ -247,6 +261,7 @@ def from_dict(document: Mapping[str, Any], *, base_dir: Path | None = None, path
         clock=P.Frozen(P.validate(doc["clock"], CLOCK, where="clock", source=source)),
         run=P.Frozen(P.validate(doc["run"], RUN, where="run", source=source)),
         path=path,
+        faults=P.Frozen(F.validate(doc["faults"], nodes=network["agents"] + network["servers"], source=source)),
     )
     _check_protocol_fit(scenario, protocol_cls, source)
     return scenario
@@ -308,6 +323,7 @@ def _check_protocol_fit(scenario: Scenario, protocol_cls: Any, source: str | Non
     if scenario.run["checkpoints"] > 10**6:
         raise InputError("too many checkpoints; accepted: at most 1000000", source=source, key="run.checkpoints")
     try:
+        F.check_protocol(scenario.faults, protocol_cls)
         protocol_cls.check(scenario)
         # A dry build of trial 0's network catches disconnected graphs and bad topology keys now.
         build_network(scenario, simpy.Environment(), Streams(trial_sequence(scenario.run["seed"], 0)))
@@ -352,9 +368,17 @@ def build_network(scenario: Scenario, env: simpy.Environment, streams: Streams) 
     cost = spec["cost"]
     metrics = Metrics(graph.number_of_nodes(), agents, cost["agent_agent"], cost["server_agent"],
                       slot=scenario.clock["period"])
-    return Network(env, graph, num_agents=agents, components=members, delay=delay, server_delay=server_delay,
-                   loss=spec["loss"], link_overrides=overrides, rng=streams.for_("network"), metrics=metrics,
-                   adversary=_adversary(scenario, streams), adversary_rng=streams.for_("adversary"))
+    network = Network(env, graph, num_agents=agents, components=members, delay=delay, server_delay=server_delay,
+                      loss=spec["loss"], link_overrides=overrides, rng=streams.for_("network"), metrics=metrics,
+                      adversary=_adversary(scenario, streams), adversary_rng=streams.for_("adversary"))
+    if F.kinds(scenario.faults):
+        for i, link in enumerate(scenario.faults["links"]):
+            if not graph.has_edge(link["u"], link["v"]):
+                raise InputError(f"there is no link between {link['u']} and {link['v']}; accepted: a pair of "
+                                 "linked nodes", key=f"faults.links[{i}]")
+        network.faults = F.Faults(scenario.faults, env=env, edges=list(graph.edges), num_nodes=graph.number_of_nodes(),
+                                  num_agents=agents, streams=streams, extras=metrics.extras)
+    return network
 
 
 def _adversary(scenario: Scenario, streams: Streams) -> Adversary | None:

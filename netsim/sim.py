@@ -9,6 +9,7 @@ the instant the protocol stopped it).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,14 +19,17 @@ import numpy as np
 import simpy
 
 from netsim.errors import ProtocolError
+from netsim.faults import NoFaults
 from netsim.metrics import Metrics
-from netsim.network import CHECKPOINT, TICK, Message, Network
+from netsim.network import CHECKPOINT, DELIVERY, TICK, Message, Network
 from netsim.protocol import Protocol
 from netsim.registry import bandits, protocols
 from netsim.scenario import Scenario, build_network
 from netsim.streams import Streams
 
 FINISH = CHECKPOINT - 1
+WATCH = TICK + 1  # the watchdog looks after everything else of its instant
+WALL_CHECK_EVERY = 4096  # events between two looks at the wall clock (only with run.wall_budget)
 
 
 class Node:
@@ -92,6 +96,8 @@ class Simulation:
         self.clock_jitter: float = scenario.clock["jitter"]
         self.network: Network = build_network(scenario, self.env, self.streams)
         self.metrics: Metrics = self.network.metrics
+        #: the trial's faults (``netsim.faults.Faults``), or a stand-in whose nodes are always up
+        self.faults = self.network.faults or NoFaults(self.network.num_nodes)
         self.num_agents = self.network.num_agents
         self.bandit = bandits.get(scenario.bandit["kind"], key="bandit.kind")(
             scenario.bandit, self.num_agents, self.streams
@@ -104,6 +110,7 @@ class Simulation:
         self.protocol: Protocol = protocol_cls(self, params)
         self._finished = self.env.event()
         self._stop_reason = ""
+        self._failure = ""
         self._series: dict[str, list[float]] = {"time": [], "group_regret": [], "mean_agent_regret": [],
                                                "comm_cost": []}
 
@@ -123,6 +130,13 @@ class Simulation:
         if period <= 0:
             raise ProtocolError(f"clock period must be > 0, got {period}")
         env = self.env
+        if node is not None and self.faults.has_crashes:
+            up, inner = self.faults.up, callback
+
+            def callback(now: float) -> None:  # a crashed node's clock is paused
+                if up[node]:
+                    inner(now)
+
         jitter = self.clock_jitter * period if node is not None else 0.0
         rng = self.streams.for_("clock", node) if jitter > 0 else None
 
@@ -156,6 +170,12 @@ class Simulation:
             self._finished._ok, self._finished._value = True, reason
             self.env.schedule(self._finished, FINISH)
 
+    def fail(self, reason: str) -> None:
+        """End the trial now and record it as failed (``status = failed``, ``failure = reason``)."""
+        if not self._finished.triggered:
+            self._failure = reason
+            self.stop(f"failed: {reason}")
+
     # ------------------------------------------------------------------ running
     def _checkpoint(self, *, final: bool = False) -> None:
         regret = self.bandit.regret
@@ -178,12 +198,56 @@ class Simulation:
         finish.callbacks.append(lambda _event: self.stop("horizon"))
         self.env.schedule(finish, FINISH, self.horizon)
 
+    def _schedule_watchdog(self, period: float) -> None:
+        """Fail the trial when ``period`` of simulated time passes without a pull or a delivery."""
+        metrics, bandit = self.metrics, self.bandit
+        last = [-1]
+
+        def progress() -> int:
+            return int(bandit.pulls.sum()) + metrics.total("delivered")
+
+        def look() -> None:
+            now = progress()
+            if now == last[0]:
+                self.fail(f"watchdog: no pull and no delivery for {period:g} time units "
+                          f"(t = {self.env.now:g})")
+                return
+            last[0] = now
+            if self.env.now + period < self.horizon:
+                self.call_at(self.env.now + period, look, priority=WATCH)
+
+        self.call_at(0.0, look, priority=WATCH)
+
+    def _run_until_finished(self, budget: float) -> None:
+        """``env.run`` with a look at the wall clock every few thousand events."""
+        env, finished = self.env, self._finished
+        deadline = time.perf_counter() + budget
+        step = env.step
+        while not finished.processed:
+            for _ in range(WALL_CHECK_EVERY):
+                if finished.processed:
+                    return
+                step()
+            if time.perf_counter() > deadline:
+                self._failure = f"wall-clock budget of {budget:g} s exceeded (t = {env.now:g})"
+                self._stop_reason = f"failed: {self._failure}"
+                return
+
     def run(self) -> TrialResult:
         """Run the trial to its end and collect the results."""
         started = time.perf_counter()
         self._schedule_checkpoints()
+        if self.faults.active:
+            self.faults.start(lambda when, fn: self.call_at(when, fn, priority=DELIVERY), self.horizon)
+        run = self.scenario.run
+        watchdog, budget = run.get("watchdog", 0.0), run.get("wall_budget", 0.0)
+        if 0 < watchdog < math.inf:
+            self._schedule_watchdog(watchdog)
         self.protocol.start()
-        self.env.run(until=self._finished)
+        if 0 < budget < math.inf:
+            self._run_until_finished(budget)
+        else:
+            self.env.run(until=self._finished)
         self._checkpoint(final=True)
         wall = time.perf_counter() - started
         return self._result(wall)
@@ -210,6 +274,8 @@ class Simulation:
             "messages_corrupted": m.total("corrupted"),
             "messages_in_flight": self.network.in_flight,
             "rounds": m.rounds,
+            "status": "failed" if self._failure else "ok",
+            "failure": self._failure or "none",  # never empty: an empty CSV cell reads back as NaN
         }
         for kind in sorted(m.messages):
             row[f"sent_{kind}"] = m.messages[kind].sent

@@ -8,6 +8,12 @@ mu_hat_k + sqrt(2 ln t / n_k), where t counts the pulls whose rewards the learne
   agents choose one after another, each seeing the rewards of those before it, so M agents
   over T ticks behave as one UCB1 learner over M T pulls (the lower-bound reference).
   Nothing is sent, so no links are built.
+
+Faults (``docs/faults.md``): neither protocol sends, so link, duplication and reordering faults
+change nothing. A crashed agent does not pull until it restarts (its regret stops growing; the
+others go on). With ``state = "lost"`` a restarted ``ucb1`` agent starts UCB1 afresh (its counts
+and sums are zeroed); ``central-ucb`` keeps its one learner outside the agents, so a restart
+loses nothing and both states behave alike.
 """
 
 from __future__ import annotations
@@ -29,18 +35,28 @@ class _Ticking(Protocol):
     """Shared wiring: one vectorised clock in paper mode, one clock per agent with jitter."""
 
     servers = None  # server nodes, if the scenario has any, are simply unused
+    crash_states = ("kept", "lost")
 
     def start(self) -> None:
         sim = self.sim
+        if sim.faults.has_crashes:
+            sim.faults.on_restart(self.restarted)
         if sim.clock_jitter > 0:
             for agent in range(sim.num_agents):
                 sim.every(sim.clock_period, lambda now, a=np.array([agent]): self.step(a), node=agent)
         else:
             everyone = np.arange(sim.num_agents)
-            sim.every(sim.clock_period, lambda now: self.step(everyone))
+            if sim.faults.has_crashes:  # crashed agents skip the tick (per-agent clocks pause by themselves)
+                up = sim.faults.up[: sim.num_agents]
+                sim.every(sim.clock_period, lambda now: self.step(everyone[up]))
+            else:
+                sim.every(sim.clock_period, lambda now: self.step(everyone))
 
     def step(self, agents: np.ndarray) -> None:
         raise NotImplementedError
+
+    def restarted(self, node: int, state: str) -> None:
+        """A crashed node is back; ``state == "lost"``: it forgot what it learnt."""
 
 
 @register_protocol
@@ -62,6 +78,11 @@ class IsolatedUCB1(_Ticking):
         rewards = self.sim.bandit.pull_many(agents, arms)
         self.counts[agents, arms] += 1
         self.sums[agents, arms] += rewards
+
+    def restarted(self, node: int, state: str) -> None:
+        if state == "lost" and node < self.sim.num_agents:
+            self.counts[node] = 0.0
+            self.sums[node] = 0.0
 
 
 @register_protocol

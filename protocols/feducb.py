@@ -222,6 +222,10 @@ class CentralizedFedUCB(Protocol):
     fields = FIELDS
     servers = 1
     bandit_kinds = ("linear",)
+    # Faults (docs/faults.md): a duplicated call would privatise and upload the same statistic twice
+    # (spending privacy twice), so duplication is rejected; lost messages (link down) leave the round
+    # open and agents go on with their last synchronised statistics; crashes are rejected.
+    unsupported_faults = ("duplication",)
 
     def start(self) -> None:
         sim = self.sim

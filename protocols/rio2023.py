@@ -65,6 +65,7 @@ from protocols.rio2023_rules import (
     dp_radii,
     epoch_length,
     eta_xi,
+    se_eliminated,
     se_local_elimination,
     voting_threshold,
 )
@@ -110,6 +111,7 @@ class _MultiAgentBAI(Protocol):
         self.weights = agent_weights(self.N, self.params["agent_distribution"], self.params["zipf_exponent"],
                                      self.params["zipf_offset"])
         self.M = self.threshold()
+        self.failure = self.local_failure()
         self.active = np.ones((self.N, self.K), dtype=bool)       # K^n
         self.told = np.zeros((self.N, self.K), dtype=bool)        # global eliminations delivered to n
         self.in_play = np.ones(self.N, dtype=bool)                # N(t)
@@ -308,11 +310,10 @@ class _SuccessiveElimination(_MultiAgentBAI):
 
     # ---------------------------------------------------------------- Alg. 3 lines 6-12
     def activation(self, n: int, sums: np.ndarray, step: int, now: float) -> None:
-        active = self.active[n]
-        eliminated = se_local_elimination(sums, active, np.array([step]), self.K, self.local_failure())[0]
-        if eliminated.any():
-            self.active[n] &= ~eliminated                                  # line 8
-            self.cast(n, np.flatnonzero(eliminated))                      # line 9
+        eliminated = se_eliminated(sums, np.flatnonzero(self.active[n]), step, self.K, self.failure)   # CE Alg. 4
+        if len(eliminated):
+            self.active[n, eliminated] = False                             # line 8
+            self.cast(n, eliminated)                                      # line 9
         if self.active[n].sum() <= 1:                                      # line 10
             self.leave(n, now)
             return

@@ -141,7 +141,7 @@ class RewardPaths:
     """
 
     def __init__(self, bandit, num_agents: int, num_arms: int, failure: float, *, block: int = 128,
-                 max_block: int = 4096, max_draws: int = 2048, reward_stream=None):
+                 max_block: int = 4096, max_draws: int = 4096, reward_stream=None):
         self.bandit = bandit
         self.num_arms = num_arms
         self.failure = failure

@@ -116,6 +116,14 @@ def se_local_elimination(sums: np.ndarray, active: np.ndarray, t: np.ndarray, nu
     return active & ((best[:, None] - sums) >= se_bound(t, num_arms, failure)[:, None])
 
 
+def se_eliminated(sums: np.ndarray, arms: np.ndarray, t: int, num_arms: int, failure: float) -> np.ndarray:
+    """:func:`se_local_elimination` for one agent: the arms of ``arms`` (its active set) it
+    eliminates at local step ``t`` (same inequality, scalar threshold; the engine's hot path)."""
+    values = sums[arms]
+    bound = 2.0 * math.sqrt(t * math.log(num_arms * t * t / failure))
+    return arms[values.max() - values >= bound]
+
+
 # ---------------------------------------------------------------------- agent distribution P_N
 def agent_weights(num_agents: int, law: str, exponent: float = 0.8, offset: float = 0.0) -> np.ndarray:
     """P_N (Assumption 3.3): ``"uniform"`` or ``"zipf"``, ``P(n) ∝ (n + offset)^(-exponent)`` for

@@ -113,6 +113,19 @@ def test_se_local_elimination_rule_is_ge_on_the_radius():
     assert out.tolist() == [[False, True, False]]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 400), min_size=2, max_size=8), st.integers(1, 400), st.floats(0.01, 0.99),
+       st.data())
+def test_scalar_se_rule_equals_the_vectorised_rule(values, t, failure, data):
+    sums = np.array(values, dtype=float)
+    active = np.array(data.draw(st.lists(st.booleans(), min_size=len(sums), max_size=len(sums))))
+    if not active.any():
+        return
+    expected = np.flatnonzero(R.se_local_elimination(sums, active, np.array([t]), len(sums), failure)[0])
+    got = R.se_eliminated(sums, np.flatnonzero(active), t, len(sums), failure)
+    assert np.array_equal(np.sort(got), expected)
+
+
 def test_agent_weights():
     w = R.agent_weights(4, "zipf", exponent=0.8, offset=1.0)
     expected = np.array([2.0, 3.0, 4.0, 5.0]) ** -0.8
