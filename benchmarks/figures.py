@@ -19,8 +19,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from benchmarks.suite import ROOT, run_scenario, scenario_path
-from netsim import scenario as S
+from benchmarks.suite import ROOT, run_scenario
+from benchmarks.zhu2021 import load
 
 
 def _names(prefix: str) -> list[str]:
@@ -73,13 +73,13 @@ def measure_figure(spec: dict, quick: bool) -> dict:
             measure = measure + ["run.horizon=100"]
     rows, total, paper_total, measured = [], 0.0, 0.0, 0.0
     for name, overrides in curves:
-        sc = S.load(scenario_path(name), overrides)
+        sc = load(name, overrides)
         horizon_full, trials = float(sc.run["horizon"]), int(sc.run["trials"])
         cpu, wall = time.process_time(), time.perf_counter()
         row = run_scenario(name, overrides + measure)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         measured += cpu
-        ran = float(S.load(scenario_path(name), overrides + measure).run["horizon"])
+        ran = float(load(name, overrides + measure).run["horizon"])
         factor = horizon_full / ran if ran < horizon_full else 1.0
         per_trial = cpu * factor
         total += trials * per_trial

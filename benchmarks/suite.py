@@ -56,8 +56,8 @@ def scenario_path(name: str) -> str:
 
 
 def run_scenario(name: str, overrides: list[str], trial: int = 0) -> dict:
-    """One trial of a bundled scenario; returns its ``trials.csv`` row."""
-    sc = S.load(scenario_path(name), overrides)
+    """One trial of a bundled scenario (``KEY=`` removes KEY); returns its ``trials.csv`` row."""
+    sc = zhu_bench.load(name, overrides)
     return run_trial(sc, trial_sequence(sc.run["seed"], trial), trial).row
 
 

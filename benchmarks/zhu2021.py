@@ -19,6 +19,7 @@ import math
 import platform
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import networkx as nx
@@ -34,8 +35,22 @@ from protocols import zhu2021 as Z
 from protocols.privacy.tree import BinaryTreeCounter
 
 
+def load(name: str, overrides: list[str]) -> S.Scenario:
+    """A bundled scenario of this checkout with ``--set`` overrides; ``KEY=`` (empty value) removes KEY."""
+    path = ROOT / "scenarios" / f"{name}.toml"
+    document = S.apply_overrides(tomllib.loads(path.read_text()), [o for o in overrides if not o.endswith("=")])
+    for text in (o for o in overrides if o.endswith("=")):
+        *parents, last = text[:-1].split(".")
+        target = document
+        for part in parents:
+            target = target.get(part, {})
+        target.pop(last, None)
+    return S.from_dict(document, base_dir=path.parent, path=str(path))
+
+
 def engine_rate(name: str, ticks: int, overrides: list[str]) -> dict:
-    sc = S.load(str(ROOT / "scenarios" / f"{name}.toml"), [f"run.horizon={ticks}", "run.checkpoints=10", *overrides])
+    """One trial of bundled scenario ``name`` (with ``overrides``) for ``ticks`` ticks, timed."""
+    sc = load(name, [f"run.horizon={ticks}", "run.checkpoints=10", *overrides])
     started = time.perf_counter()
     result = run_trial(sc, trial_sequence(1, 0), 0)
     wall = time.perf_counter() - started
