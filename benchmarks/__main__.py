@@ -15,7 +15,7 @@ import os
 import platform
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import benchmarks  # noqa: F401  (pins BLAS threads before numpy is imported)
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[benchmarks] {name} ...", file=sys.stderr, flush=True)
         t0, load0 = time.perf_counter(), os.getloadavg()
         out = ALL[name](args.quick)
-        out["meta"] = {"quick": args.quick, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        out["meta"] = {"quick": args.quick, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
                        "wall_s": round(time.perf_counter() - t0, 1),
                        "loadavg_before": [round(x, 2) for x in load0],
                        "loadavg_after": [round(x, 2) for x in os.getloadavg()]}

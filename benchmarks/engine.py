@@ -35,7 +35,8 @@ def graph(agents: int = AGENTS, degree: int = DEGREE) -> nx.Graph:
     return nx.random_regular_graph(degree, agents, seed=1)
 
 
-def run_engine(delay: Distribution, agents: int = AGENTS, degree: int = DEGREE, ticks: int = TICKS) -> tuple[int, float]:
+def run_engine(delay: Distribution, agents: int = AGENTS, degree: int = DEGREE,
+               ticks: int = TICKS) -> tuple[int, float]:
     """Run the workload through :class:`Network`; return (messages received, wall seconds)."""
     g = graph(agents, degree)
     env = simpy.Environment()

@@ -35,7 +35,8 @@ FEDUCB_1A = [("dubey2020b-fig1a", [f"protocol.epsilon={e}"]) for e in (100, 300,
     [("dubey2020b-fig1a", [f"network.agents={m}"]) for m in (20, 50, 100)]
 FEDUCB_1B = [("dubey2020b-fig1b", [f"protocol.communication='{c}'", *e])
              for c in ("m1.5", "mlogt", "mt") for e in ([], ["protocol.epsilon=inf"])]
-FEDUCB_1C = [("dubey2020b-fig1c", [f"bandit.dimension={d}", f"bandit.arms={min(d * d, 256)}"]) for d in (8, 16, 32, 64, 128)]
+FEDUCB_1C = [("dubey2020b-fig1c", [f"bandit.dimension={d}", f"bandit.arms={min(d * d, 256)}"])
+             for d in (8, 16, 32, 64, 128)]
 RIO_FIG1 = [(n, [f"network.agents={m}"]) for n in _names("rio2023-fig1-") for m in (64, 128, 256, 512, 1024)]
 
 #: figure, family, curves, overrides of the measured run (empty: full size), the paper's size where

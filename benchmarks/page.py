@@ -88,7 +88,8 @@ def summary(results: dict) -> list[str]:
                     notes.append(f"- **{key}**: {value:.3g}x. {WHY[key]}")
         if name == "local":
             for case, r in bench["cases"].items():
-                lines.append(f"| local | records forwarded per CPU s, {case} | {_rate(r['rate_per_cpu_s']['median'])} | | |")
+                rate = _rate(r["rate_per_cpu_s"]["median"])
+                lines.append(f"| local | records forwarded per CPU s, {case} | {rate} | | |")
         if name == "feducb":
             for case, r in bench["cases"].items():
                 lines.append(f"| feducb | agent-steps per CPU s, {case} | {_rate(r['rate_per_cpu_s']['median'])} | | |")
@@ -100,7 +101,8 @@ def summary(results: dict) -> list[str]:
             for fig in bench["figures"]:
                 if fig["curves"]:
                     lines.append(f"| figures | {fig['figure']}: minutes with 2 jobs (bundled sizes) | "
-                                 f"{fig['figure_min_2_jobs']:.3g}{' (extrapolated)' if fig['extrapolated'] else ''} | | |")
+                                 f"{fig['figure_min_2_jobs']:.3g}{' (extrapolated)' if fig['extrapolated'] else ''}"
+                                 " | | |")
     return lines + [""] + notes
 
 
@@ -139,7 +141,8 @@ def figures_section(bench: dict) -> list[str]:
             per = [c["trial_cpu_s"] for c in curves]
             at = "full size" if not fig["extrapolated"] else \
                 f"T = {min(c['measured_horizon'] for c in curves):g}, scaled to T = {curves[0]['horizon']:g}"
-            paper = f"{fig['paper_hours_2_jobs']:g} (T = {fig['paper']['horizon']:g}, {fig['paper']['trials']} trials)" \
+            paper = f"{fig['paper_hours_2_jobs']:g} (T = {fig['paper']['horizon']:g}, " \
+                f"{fig['paper']['trials']} trials)" \
                 if fig.get("paper") else "= bundled"
             trials = sorted({c["trials"] for c in curves})
             lines.append(f"| {fig['figure']} | {len(curves)} x {'/'.join(map(str, trials))} trials | {at} | "

@@ -20,7 +20,6 @@ from benchmarks import feducb as feducb_bench
 from benchmarks import rio2023 as rio_bench
 from benchmarks import zhu2021 as zhu_bench
 from benchmarks.harness import loglog_slope, ratio, run_case
-from netsim import scenario as S
 from netsim.distributions import Distribution
 from netsim.sim import run_trial
 from netsim.streams import trial_sequence
@@ -174,7 +173,8 @@ def bai(quick: bool) -> dict:
     n = [f"network.agents={b['agents']}"]
     reference = n + ['protocol.simulation="rounds"', f"run.horizon={b['reference_rounds'] + 0.5}"]
     cases, ratios = {}, {}
-    for label, name in (("DP-MASE", "rio2023-fig1-left-eps0.1"), ("CORRUPTED ELIMINATION", "rio2023-fig1-right-xi0.05")):
+    for label, name in (("DP-MASE", "rio2023-fig1-left-eps0.1"),
+                        ("CORRUPTED ELIMINATION", "rio2023-fig1-right-xi0.05")):
         trial = iter(range(10**6))
 
         def events(name=name, trial=trial):
@@ -187,7 +187,8 @@ def bai(quick: bool) -> dict:
 
         cases[f"{label}: exact-law events"] = run_case(events, repeats=size["repeats"])
         cases[f"{label}: round by round"] = run_case(rounds, repeats=size["repeats"])
-        ratios[f"events/rounds, {label}"] = ratio(cases[f"{label}: exact-law events"], cases[f"{label}: round by round"])
+        ratios[f"events/rounds, {label}"] = ratio(cases[f"{label}: exact-law events"],
+                                                  cases[f"{label}: round by round"])
     return {
         "title": "BAI rounds simulated per second: exact-law epochs vs round by round",
         "workload": f"rio2023 Problem 1 (K = 10), N = {b['agents']}: full event-mode runs to |K| = 1 (a new seed each "
@@ -211,15 +212,19 @@ SCALING: list[dict[str, Any]] = [
     {"family": "li2022", "protocol": "cdp-mab", "scenario": "li2022-fig4-eps1", "base": [],
      "agents": lambda n: [f"network.agents={n}"], "agents_at": ["run.horizon=100000"], "agents_note": "T = 1e5",
      "horizon_at": ["network.agents=50"], "horizon_note": "M = 50", "max_horizon": 100000},
-    {"family": "zhu2021", "protocol": "gossip-ucb", "scenario": "zhu2021-fig2b-epsinf", "base": GOSSIP + ["run.checkpoints=10"],
-     "agents": lambda n: [f"network.agents={n}"], "agents_at": ["run.horizon=500"], "agents_note": "path graph, T = 500",
+    {"family": "zhu2021", "protocol": "gossip-ucb", "scenario": "zhu2021-fig2b-epsinf",
+     "base": GOSSIP + ["run.checkpoints=10"],
+     "agents": lambda n: [f"network.agents={n}"], "agents_at": ["run.horizon=500"],
+     "agents_note": "path graph, T = 500",
      "horizon_at": ["network.agents=10"], "horizon_note": "N = 10 path", "max_horizon": 100000},
     {"family": "dubey2020a", "protocol": "dubey2020a-private", "scenario": "dubey2020a-fig1a",
      "base": ["protocol.gamma=1", "run.checkpoints=10"],
      "agents": _er_degree10, "agents_at": ["run.horizon=20"], "agents_note": "G(M, 10/(M-1)), gamma = 1, T = 20",
      "horizon_at": _er_degree10(10), "horizon_note": "M = 10, G(10, 1), gamma = 1", "max_horizon": 10000},
-    {"family": "dubey2020b (FedUCB)", "protocol": "feducb", "scenario": "dubey2020b-fig1a", "base": ["run.checkpoints=10"],
-     "agents": lambda n: [f"network.agents={n}"], "agents_at": ["run.horizon=20"], "agents_note": "d = 10, K = 100, T = 20",
+    {"family": "dubey2020b (FedUCB)", "protocol": "feducb", "scenario": "dubey2020b-fig1a",
+     "base": ["run.checkpoints=10"],
+     "agents": lambda n: [f"network.agents={n}"], "agents_at": ["run.horizon=20"],
+     "agents_note": "d = 10, K = 100, T = 20",
      "horizon_at": ["network.agents=2"], "horizon_note": "M = 2, d = 10, K = 100", "max_horizon": 100000},
     {"family": "rio2023", "protocol": "corrupted-elimination", "scenario": "rio2023-fig1-right-xi0.05", "base": [],
      "agents": lambda n: [f"network.agents={n}"], "agents_at": [], "agents_note": "full runs to |K| = 1",

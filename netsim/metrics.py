@@ -55,6 +55,9 @@ class Metrics:
         self.links_by_node = [0] * self.num_nodes
         self._slot_index = -math.inf
         self._slot_pairs: set[tuple[int, int]] = set()
+        # (u, destinations) -> frozenset of the pairs, for long destination lists (broadcasts):
+        # the same neighbour list is sent to at every step, so its pairs are built once.
+        self._pair_cache: dict[tuple[int, tuple[int, ...]], frozenset[tuple[int, int]]] = {}
 
     @property
     def node_sent(self) -> np.ndarray:
@@ -79,8 +82,17 @@ class Metrics:
         self.links_used(u, (v,), now)
         return self.links_agent_agent + self.links_server_agent > before
 
+    #: destination lists at least this long go through the pair cache; the cache is cleared when
+    #: it holds CACHE_SIZE lists (protocols that send to ever-new subsets).
+    CACHE_FROM = 4
+    CACHE_SIZE = 65536
+
     def links_used(self, u: int, others: Sequence[int], now: float) -> None:
-        """Record the pairs (u, v) for v in ``others`` as used in the slot of ``now``."""
+        """Record the pairs (u, v) for v in ``others`` as used in the slot of ``now``.
+
+        Counters are order-independent (a set of pairs per slot), so long destination lists are
+        handled as a set difference against the pairs already built in the slot.
+        """
         slot = now // self.slot
         if slot != self._slot_index:
             self._slot_index = slot
@@ -88,6 +100,25 @@ class Metrics:
         pairs = self._slot_pairs
         agents = self.num_agents
         links = self.links_by_node
+        if len(others) >= self.CACHE_FROM:
+            key = (u, tuple(others))
+            candidates = self._pair_cache.get(key)
+            if candidates is None:
+                if len(self._pair_cache) >= self.CACHE_SIZE:
+                    self._pair_cache.clear()
+                candidates = self._pair_cache[key] = frozenset((u, v) if u < v else (v, u) for v in others)
+            new = candidates - pairs
+            if not new:
+                return
+            pairs |= new
+            for a, b in new:
+                if b >= agents:  # a < b: b is the server if either is
+                    self.links_server_agent += 1
+                else:
+                    self.links_agent_agent += 1
+                links[a] += 1
+                links[b] += 1
+            return
         for v in others:
             pair = (u, v) if u < v else (v, u)
             if pair in pairs:
