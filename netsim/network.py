@@ -233,7 +233,7 @@ class Network:
                 count = len(dsts)
                 if count == 0:
                     return
-        if self._uniform_links or (src >= self.num_agents and not self._overrides):
+        if self._uniform_links or count == 1 or (src >= self.num_agents and not self._overrides):
             law, loss = self.link_law(src, dsts[0])
             laws = None
         else:

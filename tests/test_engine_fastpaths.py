@@ -1,0 +1,78 @@
+"""The engine's fast paths (issue 11 profile fix) give the same counts as the plain definitions.
+
+* ``Metrics.links_used`` with long destination lists goes through a cache of pair sets; the
+  links built per slot (li2022 Eq. 2) must equal an independent count of distinct pairs per slot.
+* ``Network._deliver_plain`` (no tracer, no per-node handler) must deliver in send order, call
+  batch handlers once per instant, and count every message as on the general path.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from netsim.metrics import Metrics
+from tests.conftest import make_network
+
+NODES, AGENTS = 12, 10  # ids 10, 11 play servers
+
+
+def _reference(sends):
+    """Distinct pairs per slot, split agent-agent / server-agent, and per-node link counts."""
+    seen, aa, sa, per_node = set(), 0, 0, [0] * NODES
+    for u, others, now in sends:
+        for v in others:
+            key = (int(now // 1.0), min(u, v), max(u, v))
+            if key in seen:
+                continue
+            seen.add(key)
+            if max(u, v) >= AGENTS:
+                sa += 1
+            else:
+                aa += 1
+            per_node[u] += 1
+            per_node[v] += 1
+    return aa, sa, per_node
+
+
+send = st.tuples(st.integers(0, NODES - 1), st.lists(st.integers(0, NODES - 1), max_size=9, unique=True),
+                 st.floats(0, 4, allow_nan=False))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(send, max_size=40))
+def test_links_used_matches_distinct_pairs_per_slot(sends):
+    sends = [(u, [v for v in others if v != u], now) for u, others, now in sends]
+    sends.sort(key=lambda s: s[2])                 # time only moves forward
+    metrics = Metrics(NODES, AGENTS, 1.0, 25.0)
+    metrics.CACHE_SIZE = 3                          # exercise the cache clearing too
+    for u, others, now in sends:
+        metrics.links_used(u, others, now)
+    aa, sa, per_node = _reference(sends)
+    assert (metrics.links_agent_agent, metrics.links_server_agent) == (aa, sa)
+    assert metrics.links_by_node == per_node
+
+
+def test_plain_delivery_order_and_counts():
+    net = make_network(nx.complete_graph(5))
+    seen, batches = [], []
+    net.subscribe("a", lambda m: seen.append(("a", m.src, m.dst)))
+    net.subscribe("c", lambda m: seen.append(("c", m.src, m.dst)))
+    net.subscribe_batch("b", lambda ms: batches.append([(m.src, m.dst) for m in ms]))
+
+    def clock():
+        net.send(0, 1, "a")
+        net.broadcast(2, "b")
+        net.send(3, 4, "c")
+        net.send(4, 3, "a")
+        net.send_many(1, [0, 2], "b")
+        yield net.env.timeout(5)
+
+    net.env.process(clock())
+    net.env.run()
+    assert seen == [("a", 0, 1), ("c", 3, 4), ("a", 4, 3)]          # send order across kinds
+    assert batches == [[(2, 0), (2, 1), (2, 3), (2, 4), (1, 0), (1, 2)]]  # one call per instant
+    m = net.metrics
+    assert (m.messages["a"].delivered, m.messages["b"].delivered, m.messages["c"].delivered) == (2, 6, 1)
+    assert m.received_by_node == [2, 2, 1, 2, 2]
