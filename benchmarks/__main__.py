@@ -47,7 +47,11 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"run only this benchmark (repeatable): {', '.join(ALL)}")
     parser.add_argument("--json", default=str(ROOT / "benchmarks" / "results.json"), help="results file")
     parser.add_argument("--page", default=str(ROOT / "docs" / "performance.md"), help="markdown page")
+    parser.add_argument("--page-only", action="store_true", help="rebuild the page from the results file")
     args = parser.parse_args(argv)
+    if args.page_only:
+        Path(args.page).write_text(render(json.loads(Path(args.json).read_text())))
+        return 0
     names = args.only or list(ALL)
     path = Path(args.json)
     results: dict = {"benchmarks": {}}
