@@ -11,12 +11,15 @@ tables for any number of jobs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -112,7 +115,11 @@ def write_results(
     out: Path, scenario: Scenario, results: Sequence[TrialResult], *, fmt: str = "csv",
     started: str = "", finished: str = "", argv: Sequence[str] | None = None,
 ) -> dict[str, Path]:
-    """Write every result file of a run into ``out``; return name → path."""
+    """Write every result file of a run into ``out`` as one unit; return name → path.
+
+    All files are first rendered to temporary files; they are then renamed into place with
+    Ctrl-C held back, so an interruption leaves either the complete new set or the old files.
+    """
     ext = "csv" if fmt == "csv" else "parquet"
     tables = {
         f"trials.{ext}": trials_table(results),
@@ -120,10 +127,7 @@ def write_results(
         f"timeseries.{ext}": series_table(results),
         f"timings.{ext}": timings_table(results),
     }
-    written = {}
-    for name, frame in tables.items():
-        atomic_write(out / name, _table_bytes(frame, fmt))
-        written[name] = out / name
+    contents = {name: _table_bytes(frame, fmt) for name, frame in tables.items()}
     meta = {
         "scenario": scenario.as_dict(),
         "scenario_file": scenario.path,
@@ -136,9 +140,44 @@ def write_results(
         "finished": finished,
         "instances": [r.info for r in results],
     }
-    atomic_write(out / "meta.json", json.dumps(meta, indent=2, default=_json_default).encode())
-    written["meta.json"] = out / "meta.json"
-    return written
+    contents["meta.json"] = json.dumps(meta, indent=2, default=_json_default).encode()
+    return write_together(out, contents)
+
+
+def write_together(out: Path, contents: dict[str, bytes]) -> dict[str, Path]:
+    """Write ``name → bytes`` into ``out``: stage every file, then rename them all with SIGINT deferred."""
+    out.mkdir(parents=True, exist_ok=True)
+    staged: dict[str, str] = {}
+    try:
+        for name, data in contents.items():
+            fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}.", suffix=".tmp")
+            staged[name] = tmp
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+        with _sigint_deferred():
+            for name, tmp in staged.items():
+                os.replace(tmp, out / name)
+    finally:
+        for tmp in staged.values():
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return {name: out / name for name in contents}
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Hold back Ctrl-C (main thread only) and re-raise it when the block is done."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _json_default(value: Any) -> Any:

@@ -88,7 +88,7 @@ class Executor(ABC):
         Closing the generator early (an error, Ctrl-C) cancels the items not yet started.
         """
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release workers and connections (idempotent)."""
 
     def __enter__(self) -> Self:
@@ -282,7 +282,8 @@ def code_fingerprint() -> dict[str, str]:
     from netsim.registry import ENTRY_POINT_GROUP
 
     digest = hashlib.sha256()
-    packages = ["netsim", *sorted({ep.value.split(":")[0].split(".")[0] for ep in entry_points(group=ENTRY_POINT_GROUP)})]
+    plugins = {ep.value.split(":")[0].split(".")[0] for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    packages = ["netsim", *sorted(plugins)]
     for package in packages:
         module = importlib.import_module(package)
         if getattr(module, "__file__", None) is None:  # a namespace package: name only

@@ -214,7 +214,8 @@ class PrivateMultiAgentUCB(_Trials):
         self.released = np.zeros((self.m, self.k))
         self.releases = 0
         values = [("mean", "f8", (self.k,)), ("count", "f8", (self.k,))]
-        self.flood = Flooding(self.sim, self.kind, self.gamma, values, on_latest=self._latest_changed)
+        # deferred: deliveries are handled in one batch at the start of the next trial (below)
+        self.flood = Flooding(self.sim, self.kind, self.gamma, values, on_latest=self._latest_changed, deferred=True)
         # running sums over the latest-message table: sum_{m'} a'_k and sum_{m'} a'_k x'_k (Alg. 1 l. 26-27)
         self.heard_counts = np.zeros((self.m, self.k))
         self.heard_sums = np.zeros((self.m, self.k))
@@ -233,6 +234,7 @@ class PrivateMultiAgentUCB(_Trials):
             return (self.sums + self.heard_sums) / counts, counts
 
     def step(self, t: int) -> None:
+        self.flood.process()  # messages delivered since the last trial (Alg. 1 l. 18-21)
         round_robin = self.k * self.mechanism.interval
         if t <= round_robin:
             arms = ucb_choice(self.sums, self.counts, t, round_robin)
@@ -281,7 +283,7 @@ class ByzantineProofMultiAgentUCB(_Trials):
         self.samples = SampleHistogram(self.m * self.k)
         self.records_corrupted = 0
         self.flood = Flooding(self.sim, self.kind, self.gamma, [("arm", "i4"), ("reward", "f8")],
-                              on_receive=self._received, latest=False)
+                              on_receive=self._received, latest=False, deferred=True)
         self.sim.network.corruptible(self.kind, self.flood.corruptor("reward", records_corrupted=self._count))
 
     def _count(self, n: int) -> None:
@@ -291,6 +293,7 @@ class ByzantineProofMultiAgentUCB(_Trials):
         self.samples.add(dst * self.k + records["arm"], records["reward"])  # Alg. 3 lines 26-28
 
     def step(self, t: int) -> None:
+        self.flood.process()  # messages delivered since the last trial (Alg. 3 l. 22-28)
         if t <= self.k:
             arms = np.full(self.m, t - 1, dtype=np.int64)
         else:

@@ -125,7 +125,8 @@ class EpochSchedule:
         samples = max(math.ceil(target), samples_before + 1)
         pulls = samples - samples_before
         radius = confidence_radius(r, active, self.arms, self.horizon, self.participants, self.epsilon, samples)
-        return EpochPlan(r, delta, target, samples, pulls, radius, laplace_scale(self.participants, self.epsilon, pulls))
+        scale = laplace_scale(self.participants, self.epsilon, pulls)
+        return EpochPlan(r, delta, target, samples, pulls, radius, scale)
 
 
 class PrivateMeans:

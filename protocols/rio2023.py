@@ -330,7 +330,8 @@ class CorruptedElimination(_SuccessiveElimination):
         **COMMON,
         "eta": P.real(0.9, low=0.0, high=1.0, low_open=True, high_open=True,
                       doc="apparent privacy level eta (Sec. 6.3: 0.9)"),
-        "xi": P.real(0.0, low=0.0, high=1.0, high_open=True, doc="vote corruption probability xi (Sec. 6.3: 0, 0.05, 0.1)"),
+        "xi": P.real(0.0, low=0.0, high=1.0, high_open=True,
+                     doc="vote corruption probability xi (Sec. 6.3: 0, 0.05, 0.1)"),
     }
 
     @classmethod

@@ -69,6 +69,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from netsim import faults
 from netsim import params as P
 from netsim.activation import poisson_edge_clocks, uniform_edge_clock
 from netsim.errors import InputError, ProtocolError
@@ -207,6 +208,11 @@ class GossipUCB(Protocol):
                              key="network.components")
         if scenario.network["agents"] < 2:
             raise InputError("gossip needs a link; accepted: network.agents >= 2", key="network.agents")
+        message_faults = set(faults.kinds(scenario.faults)) & {"link_down", "duplication", "reorder"}
+        if message_faults and scenario.protocol["mode"] == "paper":
+            raise InputError(f"paper mode reads neighbours without messages, so {', '.join(sorted(message_faults))} "
+                             "would have no effect; accepted: protocol.mode = 'realistic' with message faults",
+                             key="protocol.mode")
 
     def epsilon(self) -> float:
         """Privacy level of the observation sums (inf: Gossip_UCB, no noise)."""

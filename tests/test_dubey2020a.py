@@ -8,7 +8,8 @@ import math
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from netsim import scenario as S
 from netsim.errors import InputError
@@ -84,7 +85,8 @@ def test_epsilon_accounting():
     assert mech.lemma_3_6_bound(t, delta) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("kw", [{"epsilon": 0}, {"epsilon": 1.5}, {"epsilon": 0.1, "v": 1.0}, {"epsilon": 0.1, "v": 1.5}])
+@pytest.mark.parametrize("kw", [{"epsilon": 0}, {"epsilon": 1.5}, {"epsilon": 0.1, "v": 1.0},
+                                {"epsilon": 0.1, "v": 1.5}])
 def test_interval_mechanism_rejects_bad_parameters(kw):
     with pytest.raises(ValueError, match="accepted"):
         IntervalMechanism(**kw)
@@ -290,3 +292,12 @@ def test_claim_regret_falls_as_gamma_grows_to_the_diameter(name):
     kw = dict(agents=24, topology="ring", horizon=300, seed=17)
     regrets = [group_regret(scenario({"name": name, "gamma": g}, **kw), (0, 1)) for g in (1, 3, "diameter")]
     assert regrets[0] > regrets[1] > regrets[2]
+
+
+def test_bundled_scenarios_load_and_run_small():
+    names = [n for n in S.bundled() if n.startswith("dubey2020a-")]
+    assert len(names) >= 14
+    for name in names:
+        sc = S.load(name, ["network.agents=20", "network.p=0.3", "run.horizon=30"])
+        row = run_trial(sc, trial_sequence(sc.run["seed"], 0), 0).row
+        assert row["group_regret"] >= 0

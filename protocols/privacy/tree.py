@@ -149,6 +149,8 @@ class BinaryTreeCounter:
         sums = self._sums[flat] + (value if value.ndim == 0 else value.reshape(flat.shape))
         self._sums[flat] = sums
         self._last[flat] = t
+        if self.scale == 0.0:  # eps = inf: no noise, no node bookkeeping needed
+            return sums.reshape(out_shape)
         ids = t[..., None] >> self._j if t.ndim else t >> self._j   # node m = t >> j at each level j
         active = (ids & 1) == 1                                     # bit j of t set: node used (Alg. 2)
         node = self._node[flat]
