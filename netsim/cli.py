@@ -31,7 +31,7 @@ examples:
   netsim list                              bundled scenarios and protocols
   netsim show quickstart --set run.horizon=500
   netsim plot results/quickstart
-  netsim trace SCENARIO --until 20 --kinds ADV,REQ,DATA --out trace.jsonl
+  netsim trace li2022-gis-path5 --until 250 --kinds gis-adv,gis-req,gis-data --out trace.jsonl
   netsim sweep quickstart --grid network.agents=5,10 --grid network.topology=ring,complete --trials 4
   netsim run quickstart --executor dask --scheduler tcp://SCHEDULER-HOST:8786
   netsim audit laplace --epsilon 0.5       empirical privacy audit (netsim audit --all: every mechanism)
