@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("scenario", help="scenario file or bundled name")
     trace.add_argument("--until", type=float, help="stop at this time (default: the horizon)")
     trace.add_argument("--agents", help="comma-separated node ids: keep messages from or to them")
-    trace.add_argument("--kinds", help="comma-separated message kinds to keep, e.g. ADV,REQ,DATA")
+    trace.add_argument("--kinds", help="comma-separated message kinds to keep, e.g. gis-adv,gis-req,gis-data")
     trace.add_argument("--out", type=Path, default=None, help="JSON-lines file (default: results/<name>/trace.jsonl)")
     trace.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a scenario key (repeatable)")
