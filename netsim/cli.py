@@ -31,7 +31,7 @@ examples:
   netsim list                              bundled scenarios and protocols
   netsim show quickstart --set run.horizon=500
   netsim plot results/quickstart
-  netsim trace SCENARIO --until 20 --kinds ADV,REQ,DATA --out trace.jsonl
+  netsim trace li2022-gis-path5 --until 250 --kinds gis-adv,gis-req,gis-data --out trace.jsonl
   netsim sweep quickstart --grid network.agents=5,10 --grid network.topology=ring,complete --trials 4
   netsim run quickstart --executor dask --scheduler tcp://SCHEDULER-HOST:8786
   netsim audit laplace --epsilon 0.5       empirical privacy audit (netsim audit --all: every mechanism)
@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("scenario", help="scenario file or bundled name")
     trace.add_argument("--until", type=float, help="stop at this time (default: the horizon)")
     trace.add_argument("--agents", help="comma-separated node ids: keep messages from or to them")
-    trace.add_argument("--kinds", help="comma-separated message kinds to keep, e.g. ADV,REQ,DATA")
+    trace.add_argument("--kinds", help="comma-separated message kinds to keep, e.g. gis-adv,gis-req,gis-data")
     trace.add_argument("--out", type=Path, default=None, help="JSON-lines file (default: results/<name>/trace.jsonl)")
     trace.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a scenario key (repeatable)")

@@ -1,36 +1,58 @@
-"""Figures of a results folder: regret (mean with min-max band over trials) and communication."""
+"""Figures of a results folder: regret (mean with min-max band over trials) and communication.
+
+Figures are drawn on ``matplotlib.figure.Figure`` objects, not through pyplot, so drawing them
+neither needs nor changes a matplotlib backend (a notebook's inline plots keep working), and the
+seaborn style is applied only inside :func:`png`.
+"""
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
+from netsim.results import atomic_write, read_table
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 
-from netsim.results import atomic_write, read_table  # noqa: E402
+@contextmanager
+def style() -> Iterator[None]:
+    """The house style (seaborn whitegrid, notebook context), for this block only."""
+    with sns.axes_style("whitegrid"), sns.plotting_context("notebook"):
+        yield
+
+
+def png(figure: Figure, dpi: int = 120) -> bytes:
+    """PNG bytes of ``figure``."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def draw(size: tuple[float, float], paint: Callable[[Figure], None], dpi: int = 120) -> bytes:
+    """A new figure of ``size`` inches, painted by ``paint`` in the house style, as PNG bytes."""
+    with style():
+        figure = Figure(figsize=size)
+        paint(figure)
+        figure.tight_layout()
+        return png(figure, dpi)
 
 
 def _band_plot(series: pd.DataFrame, column: str, ylabel: str, title: str) -> bytes:
-    import io
+    def paint(figure: Figure) -> None:
+        ax = figure.subplots()
+        # errorbar=("pi", 100): the band spans the 0th to 100th percentile, i.e. min to max over trials.
+        sns.lineplot(data=series, x="time", y=column, errorbar=("pi", 100), ax=ax, label="mean over trials")
+        ax.set_xlabel("time (slots)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
+        ax.legend(loc="upper left", fontsize=8, title="band: min-max", title_fontsize=8)
 
-    sns.set_theme(style="whitegrid", context="notebook")
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    # errorbar=("pi", 100): the band spans the 0th to 100th percentile, i.e. min to max over trials.
-    sns.lineplot(data=series, x="time", y=column, errorbar=("pi", 100), ax=ax, label="mean over trials")
-    ax.set_xlabel("time (slots)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
-    ax.legend(loc="upper left", fontsize=8, title="band: min-max", title_fontsize=8)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120)
-    plt.close(fig)
-    return buffer.getvalue()
+    return draw((6.4, 4.2), paint)
 
 
 def plot_folder(folder: Path, title: str | None = None) -> list[Path]:

@@ -545,12 +545,11 @@ def draw(out: Path, keys: Sequence[str], points: Sequence[Mapping[str, Any]], se
     ``points`` gives each point's ``key → value`` in grid order (it orders legends and panels).
     Written as ``regret_by_<key>.png``; with a communication cost, ``communication_by_<key>.png`` too.
     """
-    import io
 
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    import netsim.plots  # noqa: F401  (selects the Agg backend)
+    from netsim.plots import png, style
 
     frame = series.copy()
     labels = {}
@@ -561,7 +560,6 @@ def draw(out: Path, keys: Sequence[str], points: Sequence[Mapping[str, Any]], se
     measures = [("group_regret", "group pseudo-regret", "regret")]
     if frame["comm_cost"].max() > 0:
         measures.append(("comm_cost", "communication cost C(t)", "communication"))
-    sns.set_theme(style="whitegrid", context="notebook")
     for key in keys:
         others = [k for k in keys if k != key and len(labels[k]) > 1][:2]
         facet = {}
@@ -572,17 +570,17 @@ def draw(out: Path, keys: Sequence[str], points: Sequence[Mapping[str, Any]], se
             facet["row"] = others[1]
             facet["row_order"] = labels[others[1]]
         for column, ylabel, stem in measures:
-            grid = sns.relplot(data=frame, x="time", y=column, hue=key, hue_order=labels[key], kind="line",
-                               errorbar=("pi", 100), height=3.2, aspect=1.3, facet_kws={"margin_titles": True},
-                               **facet)
-            grid.set_axis_labels("time (slots)", ylabel)
-            figure = grid.figure
-            figure.suptitle(f"{title}: by {key} (band: min-max over trials)", fontsize=10)
-            figure.subplots_adjust(top=1 - 0.8 / figure.get_figheight())
-            buffer = io.BytesIO()
-            grid.figure.savefig(buffer, format="png", dpi=100)
-            plt.close(grid.figure)
+            with style():  # relplot makes its own pyplot figure; it is closed right after
+                grid = sns.relplot(data=frame, x="time", y=column, hue=key, hue_order=labels[key], kind="line",
+                                   errorbar=("pi", 100), height=3.2, aspect=1.3, facet_kws={"margin_titles": True},
+                                   **facet)
+                grid.set_axis_labels("time (slots)", ylabel)
+                figure = grid.figure
+                figure.suptitle(f"{title}: by {key} (band: min-max over trials)", fontsize=10)
+                figure.subplots_adjust(top=1 - 0.8 / figure.get_figheight())
+                data = png(figure, dpi=100)
+                plt.close(figure)
             path = out / f"{stem}_by_{_safe(key)}.png"
-            R.atomic_write(path, buffer.getvalue())
+            R.atomic_write(path, data)
             written.append(path)
     return written

@@ -14,7 +14,6 @@ the graph with the number of link-slots built on each edge (li2022 Eq. 2).
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -102,63 +101,60 @@ def links_per_edge(events: list[dict[str, Any]], slot: float) -> dict[tuple[int,
 
 def draw(events: list[dict[str, Any]], sim: Simulation, title: str = "", max_arrows: int = 2000) -> bytes:
     """PNG bytes: the sequence diagram and the graph with link-built counts."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import networkx as nx
     import seaborn as sns
+
+    from netsim.plots import draw as draw_figure
 
     nodes = sorted({e["src"] for e in events} | {e["dst"] for e in events}) or list(range(sim.network.num_nodes))
     column = {n: i for i, n in enumerate(nodes)}
     kinds = sorted({e["kind"] for e in events})
     palette = dict(zip(kinds, sns.color_palette("tab10", max(len(kinds), 1)), strict=False))
-    fig, (seq, net) = plt.subplots(1, 2, figsize=(13, 6.5), gridspec_kw={"width_ratios": [3, 2]})
-    for n in nodes:
-        seq.axvline(column[n], color="0.85", lw=1, zorder=0)
     corrupted = {(e["src"], e["dst"], e["sent_at"]) for e in events if e["event"] == "corrupt"}
-    shown = 0
-    for e in events:
-        if e["event"] not in ("deliver", "drop") or shown >= max_arrows:
-            continue
-        shown += 1
-        x0, x1 = column[e["src"]], column[e["dst"]]
-        y0 = e["sent_at"]
-        if e["event"] == "drop":
-            seq.annotate("", xy=((x0 + x1) / 2, y0 + 0.3), xytext=(x0, y0),
-                         arrowprops={"arrowstyle": "-", "color": palette[e["kind"]], "ls": "--"})
-            seq.plot((x0 + x1) / 2, y0 + 0.3, "x", color="k", ms=7)
-            continue
-        bad = (e["src"], e["dst"], e["sent_at"]) in corrupted
-        seq.annotate("", xy=(x1, e["due_at"]), xytext=(x0, y0),
-                     arrowprops={"arrowstyle": "->", "color": "red" if bad else palette[e["kind"]],
-                                 "lw": 2.0 if bad else 1.0})
-    for kind in kinds:
-        seq.plot([], [], color=palette[kind], label=kind)
-    if corrupted:
-        seq.plot([], [], color="red", lw=2, label="corrupted")
-    seq.plot([], [], "kx", ls="none", label="dropped")
-    seq.set_xticks(range(len(nodes)), [("S" if sim.network.is_server(n) else "") + str(n) for n in nodes])
-    seq.set_xlabel("node (lifelines)")
-    seq.set_ylabel("time")
-    times = [e["sent_at"] for e in events] + [e["due_at"] for e in events] or [0.0, 1.0]
-    pad = 0.05 * max(max(times) - min(times), 1.0)
-    seq.set_xlim(-0.5, len(nodes) - 0.5)
-    seq.set_ylim(max(times) + pad, min(times) - pad)  # time runs downward
-    seq.legend(fontsize=8, loc="lower right")
-    seq.set_title(f"{title}: messages" if title else "messages", fontsize=10)
 
-    graph = sim.network.graph
-    counts = links_per_edge(events, sim.scenario.clock["period"])
-    pos = nx.kamada_kawai_layout(graph) if graph.number_of_nodes() <= 60 else nx.spring_layout(graph, seed=0)
-    colors = ["#f4a261" if sim.network.is_server(n) else "#8ecae6" for n in graph.nodes()]
-    nx.draw_networkx(graph, pos, ax=net, node_color=colors, node_size=350, font_size=8, edge_color="0.6")
-    nx.draw_networkx_edge_labels(graph, pos, edge_labels={e: counts.get(tuple(sorted(e)), 0) for e in graph.edges()},
-                                 ax=net, font_size=7)
-    net.set_title("links built per edge (link-slots, li2022 Eq. 2)", fontsize=10)
-    net.axis("off")
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    plt.close(fig)
-    return buffer.getvalue()
+    def paint(figure) -> None:
+        seq, net = figure.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
+        for n in nodes:
+            seq.axvline(column[n], color="0.85", lw=1, zorder=0)
+        shown = 0
+        for e in events:
+            if e["event"] not in ("deliver", "drop") or shown >= max_arrows:
+                continue
+            shown += 1
+            x0, x1 = column[e["src"]], column[e["dst"]]
+            y0 = e["sent_at"]
+            if e["event"] == "drop":
+                seq.annotate("", xy=((x0 + x1) / 2, y0 + 0.3), xytext=(x0, y0),
+                             arrowprops={"arrowstyle": "-", "color": palette[e["kind"]], "ls": "--"})
+                seq.plot((x0 + x1) / 2, y0 + 0.3, "x", color="k", ms=7)
+                continue
+            bad = (e["src"], e["dst"], e["sent_at"]) in corrupted
+            seq.annotate("", xy=(x1, e["due_at"]), xytext=(x0, y0),
+                         arrowprops={"arrowstyle": "->", "color": "red" if bad else palette[e["kind"]],
+                                     "lw": 2.0 if bad else 1.0})
+        for kind in kinds:
+            seq.plot([], [], color=palette[kind], label=kind)
+        if corrupted:
+            seq.plot([], [], color="red", lw=2, label="corrupted")
+        seq.plot([], [], "kx", ls="none", label="dropped")
+        seq.set_xticks(range(len(nodes)), [("S" if sim.network.is_server(n) else "") + str(n) for n in nodes])
+        seq.set_xlabel("node (lifelines)")
+        seq.set_ylabel("time")
+        times = [e["sent_at"] for e in events] + [e["due_at"] for e in events] or [0.0, 1.0]
+        pad = 0.05 * max(max(times) - min(times), 1.0)
+        seq.set_xlim(-0.5, len(nodes) - 0.5)
+        seq.set_ylim(max(times) + pad, min(times) - pad)  # time runs downward
+        seq.legend(fontsize=8, loc="lower right")
+        seq.set_title(f"{title}: messages" if title else "messages", fontsize=10)
+
+        graph = sim.network.graph
+        counts = links_per_edge(events, sim.scenario.clock["period"])
+        pos = nx.kamada_kawai_layout(graph) if graph.number_of_nodes() <= 60 else nx.spring_layout(graph, seed=0)
+        colors = ["#f4a261" if sim.network.is_server(n) else "#8ecae6" for n in graph.nodes()]
+        nx.draw_networkx(graph, pos, ax=net, node_color=colors, node_size=350, font_size=8, edge_color="0.6")
+        labels = {e: counts.get(tuple(sorted(e)), 0) for e in graph.edges()}
+        nx.draw_networkx_edge_labels(graph, pos, edge_labels=labels, ax=net, font_size=7)
+        net.set_title("links built per edge (link-slots, li2022 Eq. 2)", fontsize=10)
+        net.axis("off")
+
+    return draw_figure((13, 6.5), paint, dpi=110)
