@@ -159,7 +159,7 @@ SCALING_NOTE = (
     "per-tick update is vectorised over agents, so its cost grows sub-linearly in the agents at small N "
     "and linearly in the ticks once the fixed set-up is amortised. dubey2020a and FedUCB are linear in "
     "both (per-message and per-agent work). dubey2020a's horizon sweep stops at 1e4 steps (1e5 would take "
-    "about 10x the 1e4 point; the slope is 1.0)."
+    "about 10x the 1e4 point, the slope being about 1)."
 )
 
 
