@@ -71,9 +71,12 @@ def test_watchdog_off_by_default_and_quiet_when_progressing():
 
 
 def test_wall_budget_ends_a_zero_time_loop():
+    # The protocol spins forever at t = 5 without advancing simulated time, so the budget is
+    # always exceeded, however fast the machine: the test checks the recorded reason, not a time.
     row = Simulation(stuck({"wall_budget": 0.3}, how="spin"), trial_sequence(2, 0)).run().row
+    reason = "budget of 0.3 s exceeded (t = 5)"
     assert row["status"] == "failed"
-    assert row["failure"].startswith("wall-clock budget of 0.3 s exceeded (t = 5)")
+    assert reason in row["failure"]
 
 
 def test_runner_keeps_the_other_trials(tmp_path):
