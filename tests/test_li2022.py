@@ -107,12 +107,15 @@ def test_laplace_noise_statistics():
 
 
 # ---------------------------------------------------------------------- GIS t_delay = flooding
-def flood_reference(graph):
-    """Independent flooding, one hop per slot: (slots until all hold all, links used)."""
+def flood_reference(graph, sink=None):
+    """Independent flooding, one hop per slot, until every node (or only ``sink``) holds every
+    record: (slots, links used)."""
     have = {i: {i} for i in graph}
     new = {i: {i} for i in graph}
+    waiting = (lambda: len(have[sink]) < len(graph)) if sink is not None else (
+        lambda: any(len(h) < len(graph) for h in have.values()))
     slots, links = 0, 0
-    while any(len(h) < len(graph) for h in have.values()):
+    while waiting():
         used = set()
         got = {i: set() for i in graph}
         for i in graph:
@@ -287,25 +290,6 @@ def test_hdp_tree_cost_on_a_path_is_sum_of_distances():
     assert row["links_agent_agent"] == 6 * row["rounds_completed"]
 
 
-def sink_flood_reference(graph, sink):
-    """Flooding one hop per slot inside one component until ``sink`` holds every record: links used."""
-    have = {i: {i} for i in graph}
-    new = {i: {i} for i in graph}
-    links = 0
-    while len(have[sink]) < len(graph):
-        used, got = set(), {i: set() for i in graph}
-        for i in graph:
-            if new[i]:
-                for j in graph[i]:
-                    used.add((min(i, j), max(i, j)))
-                    got[j] |= new[i] - have[j]
-        for j in graph:
-            have[j] |= got[j]
-        new = got
-        links += len(used)
-    return links
-
-
 @pytest.mark.parametrize("topology,sizes", [("path", [7, 3]), ("erdos_renyi", [9, 6, 4])])
 def test_hdp_flood_stops_in_each_component_when_its_sink_is_complete(topology, sizes):
     extra = {"p": 0.5} if topology == "erdos_renyi" else {}
@@ -316,7 +300,7 @@ def test_hdp_flood_stops_in_each_component_when_its_sink_is_complete(topology, s
     for sink, members in zip(sim.protocol.sinks, sim.network.components):
         sub = nx.convert_node_labels_to_integers(graph.subgraph(members), label_attribute="old")
         new_sink = next(n for n, d in sub.nodes(data=True) if d["old"] == sink)
-        per_round += sink_flood_reference(sub, new_sink)
+        per_round += flood_reference(sub, new_sink)[1]
     assert row["rounds_completed"] >= 1
     assert row["links_agent_agent"] == per_round * row["rounds_completed"]
 
