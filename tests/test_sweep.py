@@ -183,7 +183,7 @@ def test_store_round_trip_and_damaged_files(tmp_path):
     result = planned.unit().run()
     store = W.UnitStore(tmp_path / "units")
     assert store.get(planned.id) is None
-    store.put(planned.id, W._encode_result(planned, result))
+    store.put(planned.id, W.encode_result(planned, result))
     back = W.decode_result(store.get(planned.id))
     assert back.row == result.row
     for table in ("agents", "timeseries"):

@@ -1,0 +1,89 @@
+"""The combined tables of a sweep (``sweep.csv``, ``sweep_agents.csv``, ``sweep_timeseries.csv``),
+its ``meta.json`` and its summary.
+
+The tables are rebuilt from the store once every unit is there, so a table never holds a
+partial row or a unit twice: the per-run tables with one column per grid key and a ``point``
+index in front.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from netsim import results as R
+from netsim.sim import TrialResult
+from netsim.sweep.execute import Outcome
+from netsim.sweep.grid import toml_value
+from netsim.sweep.plan import Plan
+from netsim.sweep.store import plain_default
+
+
+def cell(value: Any) -> Any:
+    return value if isinstance(value, (bool, int, float, str)) else toml_value(value)
+
+
+def tables(plan_: Plan, results: Mapping[str, TrialResult]) -> dict[str, pd.DataFrame]:
+    """``sweep``, ``sweep_agents`` and ``sweep_timeseries``: grid columns, ``point``, then the run tables."""
+    keys = plan_.keys
+    units = plan_.units()
+    ordered = [results[u.id] for u in units]
+    out = {}
+    for name, build in (("sweep", R.trials_table), ("sweep_agents", R.agents_table),
+                        ("sweep_timeseries", R.series_table)):
+        frames = []
+        for unit, result in zip(units, ordered):
+            frame = build([result]).reset_index(drop=True)
+            front = pd.DataFrame({key: [cell(unit.point.assignments[key])] * len(frame) for key in keys})
+            front["point"] = unit.point.index
+            frames.append(pd.concat([front, frame], axis=1))
+        combined = pd.concat(frames, ignore_index=True)
+        if name == "sweep":
+            fixed = keys + ["point"] + [c for c in R.TRIAL_COLUMNS]
+            extras = sorted(c for c in combined.columns if c not in fixed)
+            for column in extras:
+                if column.startswith("sent_"):
+                    combined[column] = combined[column].fillna(0).astype(np.int64)
+            combined = combined[fixed + extras]
+        out[name] = combined.reset_index(drop=True)
+    return out
+
+
+def write_tables(out: Path, frames: Mapping[str, pd.DataFrame]) -> list[Path]:
+    written = []
+    for name, frame in frames.items():
+        path = out / f"{name}.csv"
+        R.atomic_write(path, frame.to_csv(index=False, lineterminator="\n").encode())
+        written.append(path)
+    return written
+
+
+def write_meta(out: Path, plan_: Plan, outcome: Outcome, *, argv: Sequence[str], started: str,
+               finished: str, executor: str) -> Path:
+    meta = {
+        "sweep": plan_.describe(),
+        "points": [{"point": p.index, **{k: v for k, v in p.assignments.items()}, "seed_key": list(p.key)}
+                   for p in plan_.points],
+        "units": outcome.total, "units_reused": outcome.reused, "units_run": outcome.ran,
+        "executor": executor, "versions": R.versions(), "git_revision": R.git_revision(),
+        "command": list(argv), "started": started, "finished": finished,
+    }
+    path = out / "meta.json"
+    R.atomic_write(path, json.dumps(meta, indent=2, default=plain_default).encode())
+    return path
+
+
+def summary(plan_: Plan, frame: pd.DataFrame) -> pd.DataFrame:
+    """Per point: mean of the headline columns over trials."""
+    columns = ["group_regret", "comm_cost", "messages_sent"]
+    grouped = frame.groupby("point", sort=True)
+    table = grouped[columns].mean()
+    table.insert(0, "trials", grouped.size())
+    for key in reversed(plan_.keys):
+        table.insert(0, key, grouped[key].first())
+    return table.reset_index(drop=True)
