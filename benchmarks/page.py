@@ -56,7 +56,7 @@ before and after; `tests/test_engine_fastpaths.py` pins the counts):
    per-message handlers in send order, then batch handlers).
 
 The rest of dubey2020a's profile is its record bookkeeping (`netsim/flooding.py` `_process`,
-`_fresh_keys`, `_update_latest`, `protocols/dubey2020a.py`), which belongs to that family and
+`_fresh_keys`, `_update_latest`, `protocols/dubey2020a/`), which belongs to that family and
 was not final when this was measured; it is the next thing to vectorise.
 
 End to end (CPU s per trial, 3 runs each, alternating old/new code on the loaded machine, so

@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 from netsim import scenario as S
 from netsim.sim import run_trial
 from netsim.streams import trial_sequence
-from protocols import zhu2021 as Z
 from protocols.privacy.tree import BinaryTreeCounter
+from protocols.zhu2021 import gossip, rules
 
 
 def load(name: str, overrides: list[str]) -> S.Scenario:
@@ -63,7 +63,7 @@ def plain_loop(num_agents: int, num_arms: int, ticks: int, epsilon: float, seed:
     """Alg. 1 / Alg. 4 on a path graph with numpy only (same decision rule functions)."""
     rng = np.random.default_rng(seed)
     graph = nx.path_graph(num_agents)
-    hood = Z.neighbourhoods(graph, num_agents)
+    hood = rules.neighbourhoods(graph, num_agents)
     edges = np.array(list(graph.edges()))
     means = rng.uniform(0, 1, (num_agents, num_arms))
     counter = BinaryTreeCounter(epsilon=epsilon, horizon=ticks, shape=(num_agents, num_arms),
@@ -78,10 +78,10 @@ def plain_loop(num_agents: int, num_arms: int, ticks: int, epsilon: float, seed:
     regret = 0.0
     gaps = means.mean(axis=0).max() - means.mean(axis=0)
     for t in range(1, ticks):
-        lagging = Z.consistency_set(n, ntilde, num_agents)
-        ntilde = Z.propagate_max_counts(n, ntilde, Z.neighbour_max(ntilde, hood))
-        bonus = Z.confidence_bound(n, t, num_agents, horizon=ticks, epsilon=epsilon)
-        arms = Z.select_arms(theta, bonus, lagging, rng)
+        lagging = rules.consistency_set(n, ntilde, num_agents)
+        ntilde = rules.propagate_max_counts(n, ntilde, rules.neighbour_max(ntilde, hood))
+        bonus = rules.confidence_bound(n, t, num_agents, horizon=ticks, epsilon=epsilon)
+        arms = rules.select_arms(theta, bonus, lagging, rng)
         rewards = means[agents, arms] + rng.standard_normal(num_agents)
         regret += gaps[arms].sum()
         n[agents, arms] += 1.0
@@ -91,7 +91,7 @@ def plain_loop(num_agents: int, num_arms: int, ticks: int, epsilon: float, seed:
         delta[agents, arms] = new_mean - xbar[agents, arms]
         xbar[agents, arms] = new_mean
         u, v = edges[rng.integers(len(edges))]
-        theta = Z.gossip_update(theta, delta, (u, v))
+        theta = gossip.gossip_update(theta, delta, (u, v))
     wall = time.perf_counter() - started
     return {"agents": num_agents, "arms": num_arms, "ticks": ticks, "epsilon": str(epsilon), "wall_s": round(wall, 3),
             "agent_steps_per_s": round(num_agents * ticks / wall), "mean_agent_regret": regret / num_agents}

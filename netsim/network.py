@@ -171,15 +171,32 @@ class Network:
 
     # ------------------------------------------------------------------ subscriptions
     def subscribe(self, kind: str, handler: Handler, *, node: int | None = None) -> None:
-        """Call ``handler(message)`` for every delivered message of ``kind`` (to ``node`` if given)."""
+        """Call ``handler(message)`` for every delivered message of ``kind`` (to ``node`` if given).
+
+        One handler per kind (and node): a second subscription raises :class:`ProtocolError`
+        rather than silently replacing the first.
+        """
         if node is None:
+            self._claim(kind, "subscribe")
             self._handlers[kind] = handler
         else:
+            if (node, kind) in self._node_handlers:
+                raise ProtocolError(f"message kind {kind!r} at node {node} already has a handler; accepted: one "
+                                    "handler per kind and node (dispatch inside it)")
             self._node_handlers[(node, kind)] = handler
 
     def subscribe_batch(self, kind: str, handler: BatchHandler) -> None:
-        """Call ``handler(messages)`` once per instant with all delivered messages of ``kind``."""
+        """Call ``handler(messages)`` once per instant with all delivered messages of ``kind``.
+
+        One handler per kind, as for :meth:`subscribe`.
+        """
+        self._claim(kind, "subscribe_batch")
         self._batch_handlers[kind] = handler
+
+    def _claim(self, kind: str, how: str) -> None:
+        if kind in self._handlers or kind in self._batch_handlers:
+            raise ProtocolError(f"{how}({kind!r}): message kind {kind!r} already has a handler; accepted: one "
+                                "handler per kind (dispatch inside it, or use another kind)")
 
     def corruptible(self, kind: str, corruptor: Corruptor | Callable[..., tuple[Any, int]]) -> None:
         """Declare how messages of ``kind`` are corrupted by byzantine senders or links."""

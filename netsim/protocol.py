@@ -14,7 +14,14 @@ Subclasses declare:
 * ``requires_connected``: every component of the agent graph must be connected;
 * ``servers``: number of server nodes the protocol needs (``None``: any);
 * ``bandit_kinds``: accepted ``[bandit] kind`` values (``None``: any);
-* optionally ``check(scenario)`` for further cross-section checks.
+* optionally ``check(scenario)`` for further cross-section checks;
+* ``crash_states``: the ``[faults] state`` values (``"kept"``, ``"lost"``) whose crashes it handles
+  (empty: scenarios with node crashes are refused when loaded);
+* ``unsupported_faults``: names among ``link_down``, ``crash``, ``duplication``, ``reorder`` it
+  refuses (see ``docs/faults.md``).
+
+:class:`Ticking` is a base for protocols whose agents act on a clock: it wires one vectorised
+clock (or one jittered clock per agent) that skips crashed agents.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
 
 from netsim import params as P
 
@@ -39,6 +48,8 @@ class Protocol:
     requires_connected: ClassVar[bool] = False
     servers: ClassVar[int | None] = 0
     bandit_kinds: ClassVar[tuple[str, ...] | None] = ("bernoulli", "gaussian", "heterogeneous", "csv")
+    crash_states: ClassVar[tuple[str, ...]] = ()
+    unsupported_faults: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, sim: Simulation, params: Mapping[str, Any]):
         self.sim = sim
@@ -55,3 +66,44 @@ class Protocol:
     def results(self) -> dict[str, float]:
         """Extra per-trial columns (e.g. ``epsilon_spent``); called after the run."""
         return {}
+
+
+class Ticking(Protocol):
+    """A protocol whose agents act at every tick of a clock of period ``[clock] period``.
+
+    Subclasses implement :meth:`step`, called with the ids of the agents acting at that tick:
+
+    * without clock jitter, one vectorised clock calls ``step(agents)`` with every agent that is
+      up (crashed agents skip the tick);
+    * with ``[clock] jitter > 0``, each agent has its own jittered clock and ``step`` receives
+      that one agent (a crashed agent's clock is paused by the engine).
+
+    :meth:`restarted` is called when a crashed node comes back (``state`` is ``"kept"`` or
+    ``"lost"``). The default declares both crash states handled; a subclass that keeps state
+    across agents overrides :meth:`restarted` to reset a ``"lost"`` agent.
+    """
+
+    servers: ClassVar[int | None] = None  # server nodes, if the scenario has any, are simply unused
+    crash_states: ClassVar[tuple[str, ...]] = ("kept", "lost")
+
+    def start(self) -> None:
+        sim = self.sim
+        if sim.faults.has_crashes:
+            sim.faults.on_restart(self.restarted)
+        if sim.clock_jitter > 0:
+            for agent in range(sim.num_agents):
+                sim.every(sim.clock_period, lambda now, a=np.array([agent]): self.step(a), node=agent)
+        else:
+            everyone = np.arange(sim.num_agents)
+            if sim.faults.has_crashes:  # crashed agents skip the tick (per-agent clocks pause by themselves)
+                up = sim.faults.up[: sim.num_agents]
+                sim.every(sim.clock_period, lambda now: self.step(everyone[up]))
+            else:
+                sim.every(sim.clock_period, lambda now: self.step(everyone))
+
+    def step(self, agents: np.ndarray) -> None:
+        """Act for ``agents`` (an array of agent ids) at the current tick."""
+        raise NotImplementedError
+
+    def restarted(self, node: int, state: str) -> None:
+        """A crashed node is back; ``state == "lost"``: it forgot what it learnt."""

@@ -20,47 +20,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsim.protocol import Protocol
+from netsim.protocol import Ticking
 from netsim.registry import register_protocol
+from protocols.ucb import ucb_index
 
 
 def ucb1_index(sums: np.ndarray, counts: np.ndarray, t: np.ndarray | float) -> np.ndarray:
-    """UCB1 indices mu_hat + sqrt(2 ln t / n); unpulled arms get +inf (so they go first, in order)."""
+    """UCB1 indices of reward ``sums`` and pull ``counts`` (:func:`protocols.ucb.ucb_index`, c = 2)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        index = sums / counts + np.sqrt(2.0 * np.log(np.maximum(t, 1.0)) / counts)
-    return np.where(counts > 0, index, np.inf)
-
-
-class _Ticking(Protocol):
-    """Shared wiring: one vectorised clock in paper mode, one clock per agent with jitter."""
-
-    servers = None  # server nodes, if the scenario has any, are simply unused
-    crash_states = ("kept", "lost")
-
-    def start(self) -> None:
-        sim = self.sim
-        if sim.faults.has_crashes:
-            sim.faults.on_restart(self.restarted)
-        if sim.clock_jitter > 0:
-            for agent in range(sim.num_agents):
-                sim.every(sim.clock_period, lambda now, a=np.array([agent]): self.step(a), node=agent)
-        else:
-            everyone = np.arange(sim.num_agents)
-            if sim.faults.has_crashes:  # crashed agents skip the tick (per-agent clocks pause by themselves)
-                up = sim.faults.up[: sim.num_agents]
-                sim.every(sim.clock_period, lambda now: self.step(everyone[up]))
-            else:
-                sim.every(sim.clock_period, lambda now: self.step(everyone))
-
-    def step(self, agents: np.ndarray) -> None:
-        raise NotImplementedError
-
-    def restarted(self, node: int, state: str) -> None:
-        """A crashed node is back; ``state == "lost"``: it forgot what it learnt."""
+        means = sums / counts
+    return ucb_index(means, counts, t)
 
 
 @register_protocol
-class IsolatedUCB1(_Ticking):
+class IsolatedUCB1(Ticking):
     """Each agent runs UCB1 alone."""
 
     name = "ucb1"
@@ -86,7 +59,7 @@ class IsolatedUCB1(_Ticking):
 
 
 @register_protocol
-class CentralizedUCB(_Ticking):
+class CentralizedUCB(Ticking):
     """One UCB1 learner fed by every agent's reward as soon as it is observed."""
 
     name = "central-ucb"

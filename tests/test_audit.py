@@ -10,7 +10,7 @@ from scipy import stats
 
 from netsim import cli
 from netsim.registry import audit_targets
-from protocols import audits
+from protocols.privacy import audit as audits
 from protocols.privacy.audit import AuditTarget, cp_lower, cp_upper, epsilon_lower, epsilon_point, run_audit
 from protocols.privacy.mechanisms import LaplaceMechanism
 

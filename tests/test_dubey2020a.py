@@ -15,7 +15,7 @@ from netsim import scenario as S
 from netsim.errors import InputError
 from netsim.sim import Simulation, run_trial
 from netsim.streams import trial_sequence
-from protocols.dubey2020a import private_group_estimates, resolve_gamma, ucb_choice
+from protocols.dubey2020a.rules import private_group_estimates, resolve_gamma, ucb_choice
 from protocols.privacy.interval import IntervalMechanism
 from protocols.robust import SampleHistogram, trim_count, trimmed_mean, trimmed_mean_histogram
 

@@ -15,7 +15,7 @@ from netsim.bandits.linear import gapped_contexts, gapped_theta
 from netsim.errors import InputError
 from netsim.sim import Simulation
 from netsim.streams import Streams, trial_sequence
-from protocols.feducb import (
+from protocols.feducb.linucb import (
     LinUCBState,
     _rank_one,
     communication_bound,

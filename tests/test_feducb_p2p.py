@@ -13,7 +13,7 @@ from netsim import scenario as S
 from netsim.errors import InputError
 from netsim.sim import Simulation
 from netsim.streams import trial_sequence
-from protocols.feducb_p2p import neighbourhoods
+from protocols.feducb.p2p import neighbourhoods
 
 BASE = {
     "name": "t",

@@ -14,8 +14,8 @@ from netsim import scenario as S
 from netsim.errors import InputError
 from netsim.sim import Simulation
 from netsim.streams import Streams, trial_sequence
-from protocols.li2022_comm import sink_agents
-from protocols.li2022_rounds import EpochSchedule
+from protocols.li2022.epochs import EpochSchedule
+from protocols.li2022.sac import sink_agents
 
 PAPER_DELAY = {"model": "constant", "value": 0.25}
 ZERO = {"model": "constant", "value": 0.0}

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols import li2022_rounds as R
+from protocols.li2022 import epochs as R
 
 
 def test_delta_tilde_doubling_and_round_cap():

@@ -15,8 +15,8 @@ from netsim import scenario as S
 from netsim.errors import InputError
 from netsim.sim import run_trial
 from netsim.streams import trial_sequence
-from protocols import rio2023_rules as R
-from protocols.rio2023_paths import ActivationClock, RewardPaths
+from protocols.rio2023 import rules as R
+from protocols.rio2023.paths import ActivationClock, RewardPaths
 
 PROBLEM1 = [0.7, 0.5, 0.3] + [0.1] * 7
 

@@ -15,7 +15,7 @@ from netsim import scenario as S
 from netsim.errors import InputError
 from netsim.sim import Simulation, run_trial
 from netsim.streams import trial_sequence
-from protocols import zhu2021 as Z
+from protocols.zhu2021 import gossip, gossip_ucb, rules
 
 # Heterogeneous instance where every agent's local best arm differs from the global best:
 # global means (0.3, 0.7, 0.3); agent 0 prefers arm 0 locally, agent 1 arm 2, agent 2 arm 1.
@@ -46,7 +46,7 @@ def simulate(sc, trial=0, observer=None):
 
 # ---------------------------------------------------------------------- W and lambda_2 (Sec. 3.1)
 def test_lambda2_of_k3_is_one_half():
-    assert Z.second_eigenvalue(Z.expected_gossip_matrix(nx.complete_graph(3))) == pytest.approx(0.5)
+    assert gossip.second_eigenvalue(gossip.expected_gossip_matrix(nx.complete_graph(3))) == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("graph, closed_form", [
@@ -55,12 +55,12 @@ def test_lambda2_of_k3_is_one_half():
 ])
 def test_lambda2_of_path_and_ring_from_laplacian(graph, closed_form):
     """W = I - L / (2|E|), so lambda_2(W) = 1 - a(G) / (2|E|) with a(G) the Fiedler value."""
-    w = Z.expected_gossip_matrix(graph)
+    w = gossip.expected_gossip_matrix(graph)
     lap = nx.laplacian_matrix(graph).toarray()
     np.testing.assert_allclose(w, np.eye(10) - lap / (2 * graph.number_of_edges()), atol=1e-12)
     np.testing.assert_allclose(w.sum(axis=0), 1.0)
     fiedler = np.sort(np.linalg.eigvalsh(lap))[1]
-    lam = Z.second_eigenvalue(w)
+    lam = gossip.second_eigenvalue(w)
     assert lam == pytest.approx(1 - fiedler / (2 * graph.number_of_edges()))
     assert lam == pytest.approx(closed_form)
 
@@ -77,15 +77,15 @@ def test_lambda2_reported_in_results_for_bundled_figures():
 # ---------------------------------------------------------------------- decision rule
 def test_confidence_bounds_eq11_eq12():
     n = np.array([1.0, 4.0, 100.0])
-    c11 = Z.confidence_bound(n, 50, 3)
+    c11 = rules.confidence_bound(n, 50, 3)
     np.testing.assert_allclose(c11, np.sqrt(6 * math.log(50) / n) + 64 / 3**17)
-    c12 = Z.confidence_bound(n, 50, 3, horizon=1000, epsilon=2.0)
+    c12 = rules.confidence_bound(n, 50, 3, horizon=1000, epsilon=2.0)
     priv = 128 * 3 * math.log(1000) ** 2 * math.log(50) * np.log(n) / (n**2 * 4.0)
     np.testing.assert_allclose(c12[1:], (64 / 3**17 + np.sqrt(6 * (priv + 1 / n) * math.log(50)))[1:])
     # n = 1: log n read as log 2 (decision pinned here), so the privacy term does not vanish
     priv1 = 128 * 3 * math.log(1000) ** 2 * math.log(50) * math.log(2) / 4.0
     assert c12[0] == pytest.approx(64 / 3**17 + math.sqrt(6 * (priv1 + 1) * math.log(50)))
-    loose = Z.confidence_bound(n, 50, 3, horizon=1000, epsilon=1.0)
+    loose = rules.confidence_bound(n, 50, 3, horizon=1000, epsilon=1.0)
     assert np.all(loose > c12) and np.all(c12 > c11)
 
 
@@ -93,19 +93,19 @@ def test_confidence_bounds_eq11_eq12():
 def test_private_bound_is_non_increasing_in_n(t, horizon, eps, agents):
     """With log max(n, 2), C~(n) never grows with n (literal Eq. 12 jumps from n = 1 to n = 2)."""
     n = np.arange(1.0, 400.0)
-    c = Z.confidence_bound(n, t, agents, horizon=horizon, epsilon=eps)
+    c = rules.confidence_bound(n, t, agents, horizon=horizon, epsilon=eps)
     assert np.all(np.diff(c) <= 1e-12)
 
 
 def test_alpha1():
-    assert Z.alpha1(3) == pytest.approx(64 / 129140163)
+    assert rules.alpha1(3) == pytest.approx(64 / 129140163)
 
 
 def test_eq1_recursion_satisfies_lemma1_on_a_path():
     """Lemma 1: iterating Eq. (1) gives ñ_i(t+1) = max_j n_j(t - d_{j,i}) (n = 0 before time 0)."""
     rng = np.random.default_rng(5)
     graph = nx.path_graph(6)
-    hood = Z.neighbourhoods(graph, 6)
+    hood = rules.neighbourhoods(graph, 6)
     dist = dict(nx.all_pairs_shortest_path_length(graph))
     steps = 30
     history = [np.ones((6, 2))]
@@ -113,7 +113,7 @@ def test_eq1_recursion_satisfies_lemma1_on_a_path():
         history.append(history[-1] + rng.integers(0, 2, (6, 2)))
     ntilde = history[0].copy()  # ñ(0) = n(0)
     for t in range(steps):
-        ntilde = Z.propagate_max_counts(history[t], ntilde, Z.neighbour_max(ntilde, hood))  # ñ(t+1)
+        ntilde = rules.propagate_max_counts(history[t], ntilde, rules.neighbour_max(ntilde, hood))  # ñ(t+1)
         for i in range(6):
             expected = np.max([history[t - dist[j][i]][j] if t - dist[j][i] >= 0 else np.zeros(2)
                                for j in range(6)], axis=0)
@@ -125,21 +125,21 @@ def test_consistency_set_forces_lagging_arms_uniformly():
     whatever the UCB index says; agent 1 has an empty A_i and follows the index."""
     n = np.array([[10.0, 2.0, 10.0, 3.0], [5.0, 5.0, 5.0, 5.0]])
     ntilde = np.array([[10.0, 6.0, 10.0, 7.0], [7.0, 7.0, 7.0, 7.0]])
-    lagging = Z.consistency_set(n, ntilde, 3)
+    lagging = rules.consistency_set(n, ntilde, 3)
     np.testing.assert_array_equal(lagging, [[False, True, False, True], [False] * 4])
     theta = np.array([[0.9, 0.0, 0.5, 0.0], [0.1, 0.2, 0.9, 0.3]])
     rng = np.random.default_rng(0)
-    picks = np.array([Z.select_arms(theta, np.zeros_like(theta), lagging, rng) for _ in range(4000)])
+    picks = np.array([rules.select_arms(theta, np.zeros_like(theta), lagging, rng) for _ in range(4000)])
     assert set(picks[:, 0]) == {1, 3} and set(picks[:, 1]) == {2}
     assert abs((picks[:, 0] == 1).mean() - 0.5) < 0.03  # binomial sd 0.008
     # the boundary n = ñ - N is consistent (strict inequality)
-    assert not Z.consistency_set(np.array([[4.0]]), np.array([[7.0]]), 3).any()
+    assert not rules.consistency_set(np.array([[4.0]]), np.array([[7.0]]), 3).any()
 
 
 def test_gossip_update_is_eq9():
     rng = np.random.default_rng(1)
     theta, delta = rng.random((4, 3)), rng.random((4, 3))
-    new = Z.gossip_update(theta, delta, (1, 3))
+    new = gossip.gossip_update(theta, delta, (1, 3))
     e = np.zeros(4)
     e[1], e[3] = 1, -1
     w_t = np.eye(4) - 0.5 * np.outer(e, e)
@@ -255,7 +255,7 @@ def test_realistic_mode_messages_delay_and_sum_invariant():
     pending = np.zeros(3)
 
     def trace(event, message):
-        if message.kind != Z.THETA:
+        if message.kind != gossip_ucb.THETA:
             return
         deliveries.append((event, message))
         correction = 0.5 * (message.payload[0] - message.payload[1])

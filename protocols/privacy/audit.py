@@ -39,7 +39,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
+
+from netsim.registry import audit_targets
 
 Sampler = Callable[[Mapping[str, Any], int, np.random.Generator, bool], np.ndarray]
 
@@ -231,3 +233,32 @@ def format_table(results: list[AuditResult]) -> str:
         lines.append(f"eps_lo: lower bound at {results[0].confidence:.0%} confidence, "
                      f"{results[0].trials} trials per input and phase")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- helpers for targets
+def register(target: AuditTarget) -> AuditTarget:
+    audit_targets.register(target.name)(target)
+    return target
+
+
+def laplace_loss(y: np.ndarray, mean_d: np.ndarray | float, mean_n: np.ndarray | float,
+                 scale: np.ndarray | float) -> np.ndarray:
+    """Privacy loss log p_D(y) / p_D'(y) of Laplace outputs, summed over the last axis.
+
+    Rounded to 9 decimals: the loss takes its extreme values on whole intervals of y, where
+    floating-point rounding would otherwise split ties at random and bias threshold events.
+    """
+    loss = (np.abs(y - mean_n) - np.abs(y - mean_d)) / scale
+    return np.round(loss.sum(axis=-1) if np.ndim(loss) > 1 else loss, 9)
+
+
+def gaussian_epsilon(mu: float, delta: float) -> float:
+    """Exact eps(delta) of a Gaussian mechanism whose privacy loss is N(mu^2/2, mu^2) (Balle & Wang 2018)."""
+    def excess(eps: float) -> float:
+        return stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2) - delta
+    if excess(0.0) <= 0:
+        return 0.0
+    high = 1.0
+    while excess(high) > 0:
+        high *= 2.0
+    return float(optimize.brentq(excess, 0.0, high))

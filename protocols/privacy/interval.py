@@ -27,6 +27,8 @@ import math
 import numpy as np
 from scipy import special
 
+from protocols.privacy.mechanisms import laplace_noise
+
 
 class IntervalMechanism:
     """Releases noisy means at the interval points W(i) = i * ceil(1/epsilon) (see module docstring).
@@ -80,7 +82,7 @@ class IntervalMechanism:
         means = sums / counts
         if not self.private or means.size == 0:
             return means
-        return means + rng.laplace(0.0, 1.0, means.shape) * self.scale(counts)
+        return means + laplace_noise(rng, 1.0, means.shape) * self.scale(counts)
 
     # ------------------------------------------------------------------ accounting
     def epsilon_per_release(self, n: float | np.ndarray) -> float | np.ndarray:

@@ -1,4 +1,9 @@
-"""Laplace and Gaussian mechanisms as objects (validated parameters, stated variance)."""
+"""Laplace and Gaussian mechanisms as objects (validated parameters, stated variance).
+
+:func:`laplace_noise` is the one place a Laplace variate is drawn in the bundled protocols:
+:class:`LaplaceMechanism`, the binary-tree counter and the interval mechanism all call it (a
+test searches the sources).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,16 @@ def _positive(name: str, value: float, *, allow_inf: bool = False) -> float:
         accepted = "a number > 0" + (" or inf" if allow_inf else "")
         raise ValueError(f"{name} = {value!r}; accepted: {accepted}")
     return value
+
+
+def laplace_noise(rng: np.random.Generator, scale: float | np.ndarray,
+                  size: int | tuple[int, ...] | None = None) -> float | np.ndarray:
+    """Laplace(0, b) draws with b = ``scale`` (a number, or an array broadcast against ``size``).
+
+    One uniform of ``rng`` per draw (numpy's inversion method), so a caller's stream advances by
+    exactly the number of draws.
+    """
+    return rng.laplace(0.0, scale, size)
 
 
 class LaplaceMechanism:
@@ -39,7 +54,7 @@ class LaplaceMechanism:
     def randomise(self, value: float | np.ndarray, rng: np.random.Generator) -> float | np.ndarray:
         if self.scale == 0.0:
             return value
-        return value + rng.laplace(0.0, self.scale, np.shape(value) or None)
+        return value + laplace_noise(rng, self.scale, np.shape(value) or None)
 
 
 class GaussianMechanism:

@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from protocols.privacy.mechanisms import laplace_noise
+
 
 def _epsilon(value: Any) -> float:
     try:
@@ -161,7 +163,7 @@ class BinaryTreeCounter:
             node[fresh] = np.broadcast_to(ids, node.shape)[fresh]
             self._node[flat] = node
             if self.scale > 0.0:
-                noise[fresh] = self.rng.laplace(0.0, self.scale, count)
+                noise[fresh] = laplace_noise(self.rng, self.scale, count)
                 self._noise[flat] = noise
                 self._used[flat] |= fresh
                 self.noise_terms += count

@@ -48,7 +48,7 @@ from netsim.errors import InputError
 from netsim.flooding import Flooding
 from netsim.protocol import Protocol
 from netsim.registry import register_protocol
-from protocols.feducb import (
+from protocols.feducb.linucb import (
     FIELDS,
     LinUCBState,
     communication_bound,

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from protocols.rio2023_rules import se_bound
+from protocols.rio2023.rules import se_bound
 
 
 class ActivationClock:

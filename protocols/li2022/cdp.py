@@ -1,0 +1,55 @@
+"""CDP-MAB (li2022 Alg. 1 with the communication constraints p and R of Sec. IV-B).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import ClassVar
+
+import numpy as np
+
+from netsim import params as P
+from netsim.registry import register_protocol
+from protocols.li2022.elimination import COMMON_FIELDS, Elimination
+from protocols.li2022.uploads import Uploads
+
+
+@register_protocol
+class CDPMAB(Elimination):
+    """Alg. 1 with the communication constraints of Sec. IV-B."""
+
+    name = "cdp-mab"
+    description = "centralized private elimination with a server (li2022 Alg. 1, p and R of Sec. IV-B)"
+    servers = 1
+    requires_connected = False
+    fields: ClassVar[Mapping[str, P.Field]] = {
+        **COMMON_FIELDS,
+        "participation": P.real(1.0, low=0.0, high=1.0, low_open=True,
+                                doc="participation rate p: N = ceil(pM) random agents upload per round (Sec. IV-B)"),
+    }
+
+    def participants(self) -> int:
+        return max(1, math.ceil(self.params["participation"] * self.sim.num_agents - 1e-9))
+
+    def setup(self) -> None:
+        self.server = self.sim.num_agents
+        self.server_rng = self.sim.streams.for_("protocol", self.server)
+        self.uploads = Uploads(self.sim.network, "cdp", reliable=self.reliable, timeout=self.timeout,
+                               on_complete=self._collected)
+
+    def communicate(self) -> None:
+        n = self.participants()
+        if n < self.num_agents:
+            senders = np.sort(self.server_rng.choice(self.num_agents, n, replace=False))
+        else:
+            senders = self.agents
+        self.uploads.begin(senders, self.server)
+        for agent in senders:  # line 11
+            self.uploads.send(int(agent), self.state.private[agent].copy())
+
+    def comm_tick(self, now: float) -> None:
+        self.uploads.tick(now)
+
+    def _collected(self, records: dict[int, np.ndarray]) -> None:
+        self.finish_round(np.mean([records[a] for a in sorted(records)], axis=0))  # line 12

@@ -1,0 +1,129 @@
+"""Sink agents (li2022 Alg. 4) and SAC along a shortest-path tree to each sink (Theorem 4's proof).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import networkx as nx
+import numpy as np
+
+from netsim.network import Message
+
+
+def sink_agents(graph: nx.Graph, components: Sequence[Sequence[int]]) -> tuple[list[int], list[int], int]:
+    """Alg. 4 (Find Sink Agents): the sink of each component and its local delay.
+
+    For each component q and agent i, delay_i = max_j sd(i, j) - 1 (line 4); the sink is
+    SA_q = argmin_i delay_i (line 5), i.e. a node of minimum eccentricity (a graph center; ties
+    go to the lowest id), and t_delay^q = max_i sd(i, SA_q), the sink's eccentricity (line 5).
+    Returns (sinks, [t_delay^q], t_delay = max_q t_delay^q) (line 6).
+    """
+    sinks: list[int] = []
+    delays: list[int] = []
+    for members in components:
+        members = list(members)
+        if len(members) == 1:
+            sinks.append(members[0])
+            delays.append(0)
+            continue
+        distances = dict(nx.all_pairs_shortest_path_length(graph.subgraph(members)))
+        delay = {i: max(distances[i][j] for j in members) - 1 for i in members}  # line 4
+        sink = min(members, key=lambda i: (delay[i], i))  # line 5
+        sinks.append(sink)
+        delays.append(max(distances[sink][j] for j in members))
+    return sinks, delays, max(delays, default=0)
+
+
+class SinkTree:
+    """SAC along shortest paths: every record travels up a BFS tree rooted at its component's sink.
+
+    Each agent sends its own record to its parent at the first slot boundary of the round; a
+    relay forwards what it received at the next slot boundary (each record once), so a record
+    reaches the sink after sd(i, SA_q) slots. ``on_group(q)`` fires when the sink of component
+    q holds all M_q records. With ``reliable`` every hop is acknowledged and repeated after
+    ``timeout`` until acknowledged.
+    """
+
+    def __init__(self, network, prefix: str, *, graph: nx.Graph, groups: Sequence[Sequence[int]],
+                 sinks: Sequence[int], reliable: bool, timeout: float, on_group: Callable[[int], None]):
+        self.network = network
+        self.kind, self.ack = f"{prefix}-hop", f"{prefix}-ack"
+        self.groups = [list(g) for g in groups]
+        self.sinks = list(sinks)
+        self.reliable = reliable
+        self.timeout = timeout
+        self.on_group = on_group
+        self.tag = 0
+        self.parent = np.full(network.num_agents, -1)
+        self.group_of = np.zeros(network.num_agents, dtype=np.int64)
+        for q, (sink, members) in enumerate(zip(self.sinks, self.groups)):
+            self.group_of[members] = q
+            if len(members) > 1:
+                for child, par in nx.bfs_predecessors(graph.subgraph(members), sink):
+                    self.parent[child] = par
+        network.subscribe(self.kind, self._on_hop)
+        network.subscribe(self.ack, self._on_ack)
+
+    def begin(self, records: np.ndarray) -> None:
+        self.tag += 1
+        self.held = {s: {s: records[s]} for s in self.sinks}
+        self._outbox = {i: {i: records[i]} for i in range(len(records)) if i not in self.held}
+        self._forwarded: dict[int, set[int]] = {}
+        self._unacked: dict[int, dict[int, list]] = {}
+        for q, members in enumerate(self.groups):
+            if len(members) == 1:
+                self.on_group(q)
+
+    def records_at_sink(self, q: int) -> np.ndarray:
+        held = self.held[self.sinks[q]]
+        return np.array([held[j] for j in self.groups[q]])
+
+    def tick(self, now: float) -> None:
+        outbox, self._outbox = self._outbox, {}
+        for node in sorted(outbox):
+            self._send(node, outbox[node])
+            if self.reliable:
+                self._unacked.setdefault(node, {}).update({k: [v, now] for k, v in outbox[node].items()})
+        if self.reliable:
+            for node, pending in self._unacked.items():
+                late = {k: v for k, v in pending.items() if now - v[1] >= self.timeout}
+                if late:
+                    self._send(node, {k: v[0] for k, v in late.items()})
+                    for k in late:
+                        pending[k][1] = now
+
+    def _send(self, node: int, batch: dict[int, np.ndarray]) -> None:
+        keys = tuple(sorted(batch))
+        self.network.send(node, int(self.parent[node]), self.kind, (self.tag, keys, np.array([batch[k] for k in keys])),
+                          size=len(keys))
+
+    def _on_hop(self, message: Message) -> None:
+        tag, keys, values = message.payload
+        if tag != self.tag:
+            return
+        node = message.dst
+        if self.reliable:
+            self.network.send(node, message.src, self.ack, (tag, keys))
+        if node in self.held:
+            held = self.held[node]
+            q = int(self.group_of[node])
+            complete = len(held) == len(self.groups[q])
+            for k, v in zip(keys, values):
+                held.setdefault(k, v)
+            if not complete and len(held) == len(self.groups[q]):
+                self.on_group(q)
+            return
+        forwarded = self._forwarded.setdefault(node, set())  # relay: forward at the next slot boundary, once
+        box = self._outbox.setdefault(node, {})
+        for k, v in zip(keys, values):
+            if k not in forwarded:
+                forwarded.add(k)
+                box[k] = v
+
+    def _on_ack(self, message: Message) -> None:
+        tag, keys = message.payload
+        pending = self._unacked.get(message.dst)
+        if tag == self.tag and pending:
+            for k in keys:
+                pending.pop(k, None)

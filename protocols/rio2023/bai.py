@@ -1,0 +1,208 @@
+"""Shared state and engine wiring of the rio2023 family: agents, activations, votes to the
+coordinator and eliminations back (see :mod:`protocols.rio2023`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from netsim import params as P
+from netsim.errors import InputError
+from netsim.protocol import Protocol
+from protocols.rio2023.paths import ActivationClock
+from protocols.rio2023.rules import agent_weights, voting_threshold
+
+COMMON = {
+    "delta": P.real(0.05, low=0.0, high=1.0, low_open=True, high_open=True,
+                    doc="global failure probability delta (Sec. 6: 0.05)"),
+    "agent_distribution": P.choice(("uniform", "zipf"), "uniform",
+                                   doc="P_N: uniform, or zipf P(n) ∝ (n + offset)^-exponent (appendix C.4)"),
+    "zipf_exponent": P.real(0.8, low=0.0, low_open=True, doc="gamma of the zipf P_N (appendix C.4: 0.8)"),
+    "zipf_offset": P.real(0.0, low=0.0, doc="alpha of the zipf P_N (appendix C.4)"),
+    "simulation": P.choice(("events", "rounds"), "events",
+                           doc="'events': exact-law epoch/elimination events; 'rounds': round by round"),
+    "tolerance": P.real(0.0, low=0.0, doc="epsilon of 'epsilon-optimal' used for the `correct` column"),
+}
+
+
+def check_probability_open(value: float, key: str) -> None:
+    if not 0.0 < value < 1.0:
+        raise InputError(f"got {value!r}; expected a number > 0 and < 1", key=key)
+
+
+class MultiAgentBAI(Protocol):
+    """Shared state and wiring of the rio2023 family (see module docstring)."""
+
+    servers = 1
+    bandit_kinds = ("bernoulli", "gaussian")
+    voting = True
+
+    # ---------------------------------------------------------------- per-protocol hooks
+    def local_failure(self) -> float:
+        raise NotImplementedError
+
+    def threshold(self) -> int:
+        return voting_threshold(self.params["delta"], self.local_failure())
+
+    # ---------------------------------------------------------------- setup
+    def start(self) -> None:
+        sim = self.sim
+        self.N = sim.num_agents
+        self.K = sim.bandit.num_arms
+        self.server = sim.servers[0].id
+        self.weights = agent_weights(self.N, self.params["agent_distribution"], self.params["zipf_exponent"],
+                                     self.params["zipf_offset"])
+        self.M = self.threshold()
+        self.failure = self.local_failure()
+        self.active = np.ones((self.N, self.K), dtype=bool)       # K^n
+        self.told = np.zeros((self.N, self.K), dtype=bool)        # global eliminations delivered to n
+        self.in_play = np.ones(self.N, dtype=bool)                # N(t)
+        self.answer = np.full(self.N, -1)
+        self.global_set = np.ones(self.K, dtype=bool)             # K
+        self.votes = np.zeros(self.K, dtype=np.int64)             # lambda_k (delivered)
+        self.votes_sent = 0
+        self.votes_corrupted = 0
+        self.local_eliminations = 0
+        self.finished = False
+        self.deadlock = 0
+        self.identified = -1
+        self.sample_complexity = -1
+        self.timing_rng = sim.streams.for_("sampling")
+        self.noise_rng = sim.streams.for_("privacy")
+        self.events_mode = self.params["simulation"] == "events"
+        net = sim.network
+        net.subscribe_batch("vote", self._on_votes)
+        net.subscribe_batch("eliminate", self._on_eliminations)
+        if self.events_mode:
+            self.clock = ActivationClock(self.weights, self.timing_rng)
+            self.start_events()
+        else:
+            self.t_local = np.zeros(self.N, dtype=np.int64)
+            self.sums = np.zeros((self.N, self.K))
+            self.rounds_done = 0
+            self._cum = np.cumsum(self.weights)
+            self.start_rounds()
+            sim.every(1.0, self._round, start=1.0)
+
+    def start_events(self) -> None:
+        raise NotImplementedError
+
+    def start_rounds(self) -> None:
+        pass
+
+    # ---------------------------------------------------------------- round-by-round reference
+    def _draw_active(self) -> int:
+        u = self.timing_rng.random() * self._cum[-1]
+        return int(min(np.searchsorted(self._cum, u, side="right"), self.N - 1))
+
+    def _round(self, now: float) -> None:
+        if self.finished:
+            return
+        self.rounds_done += 1
+        n = self._draw_active()
+        arms = np.flatnonzero(self.active[n])
+        if len(arms):
+            self.sums[n, arms] += self.sim.bandit.pull_many(np.full(len(arms), n), arms, 1)
+        self.t_local[n] += 1
+        self.round_activation(n, now)
+
+    def round_activation(self, agent: int, now: float) -> None:
+        raise NotImplementedError
+
+    def _leave_rounds(self, agent: int) -> None:
+        self.in_play[agent] = False
+        w = self.weights * self.in_play
+        self._cum = np.cumsum(w)
+
+    # ---------------------------------------------------------------- voting and the coordinator
+    def cast(self, agent: int, arms: np.ndarray) -> None:
+        """Alg. 1-3: agent votes against each arm of ``arms`` (one message per arm)."""
+        self.local_eliminations += len(arms)
+        if not self.voting:
+            return
+        keep = self.keep_votes(len(arms))
+        self.votes_corrupted += int(len(arms) - keep.sum())
+        for k in arms[keep]:
+            self.votes_sent += 1
+            self.sim.network.send(agent, self.server, "vote", int(k))
+
+    def keep_votes(self, count: int) -> np.ndarray:
+        return np.ones(count, dtype=bool)
+
+    def _on_votes(self, messages) -> None:
+        for msg in messages:
+            if self.finished:
+                return
+            k = msg.payload
+            self.votes[k] += 1
+            if self.global_set[k] and self.votes[k] > self.M:          # Alg. 1 line 12, Alg. 2 line 20
+                self.global_set[k] = False
+                if self.global_set.sum() == 1:
+                    self._finish(int(np.flatnonzero(self.global_set)[0]), "identified")
+                    return
+                for agent in np.flatnonzero(self.in_play):
+                    self.sim.network.send(self.server, int(agent), "eliminate", int(k))
+
+    def _on_eliminations(self, messages) -> None:
+        touched = []
+        for msg in messages:
+            self.told[msg.dst, msg.payload] = True
+            touched.append(msg.dst)
+        if self.events_mode and not self.finished:
+            self.on_told(np.unique(np.array(touched, dtype=np.int64)))
+
+    def on_told(self, agents: np.ndarray) -> None:
+        """Event mode: agents just learnt of a global elimination."""
+
+    def leave(self, agent: int, now: float) -> None:
+        """Agent is done: it leaves N(t) (Alg. 2 line 13, Alg. 3 line 11)."""
+        arms = np.flatnonzero(self.active[agent])
+        self.answer[agent] = arms[0] if len(arms) else -1
+        if self.events_mode:
+            self.in_play[agent] = False
+        else:
+            self._leave_rounds(agent)
+        if not self.in_play.any() and not self.finished:
+            self.all_left(now)
+
+    def all_left(self, now: float) -> None:
+        left = np.flatnonzero(self.global_set)
+        self.deadlock = 1
+        self._finish(int(left[np.argmin(self.votes[left])]), "no active agent left")
+
+    def _finish(self, arm: int, reason: str) -> None:
+        self.finished = True
+        self.identified = arm
+        if self.events_mode:
+            self.sample_complexity = self.clock.rounds(self.in_play, self.sim.now)
+        else:
+            self.sample_complexity = self.rounds_done
+        self.sim.stop(reason)
+
+    # ---------------------------------------------------------------- results
+    def results(self) -> dict[str, Any]:
+        means = self.sim.bandit.means
+        best = float(means.max())
+        ok = self.identified >= 0 and means[self.identified] >= best - self.params["tolerance"] - 1e-12
+        answered = self.answer[self.answer >= 0]
+        if self.events_mode:
+            simulated = self.sample_complexity if self.finished else self.clock.rounds(self.in_play, self.sim.now)
+        else:
+            simulated = self.rounds_done
+        return {
+            "sample_complexity": self.sample_complexity,
+            "rounds_simulated": simulated,
+            "identified_arm": self.identified,
+            "correct": int(bool(ok)),
+            "votes_sent": self.votes_sent,
+            "votes_corrupted": self.votes_corrupted,
+            "local_eliminations": self.local_eliminations,
+            "global_eliminations": int(self.K - self.global_set.sum()),
+            "vote_threshold": self.M,
+            "agents_done": int((~self.in_play).sum()),
+            "agents_correct": float(np.mean(means[answered] >= best - self.params["tolerance"] - 1e-12))
+            if len(answered) else float("nan"),
+            "deadlock": self.deadlock,
+        }
