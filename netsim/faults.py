@@ -48,8 +48,6 @@ from netsim.errors import InputError
 if TYPE_CHECKING:
     import simpy
 
-    from netsim.network import Message
-
 FAULT_KINDS = ("link_down", "crash", "duplication", "reorder")
 STATES = ("kept", "lost")
 EXTRAS = ("dropped_link_down", "dropped_crashed", "duplicated", "reordered")
@@ -337,12 +335,18 @@ class Faults:
         self.extras["dropped_link_down"] += len(dropped)
         return kept, dropped
 
-    def delivered(self, message: Message) -> bool:
-        """False (and counted) when the message's destination is down at its due time."""
-        if self.up[message.dst]:
-            return True
-        self.extras["dropped_crashed"] += 1
-        return False
+    def kept_at_send(self, src: np.ndarray, dst: np.ndarray, now: float) -> np.ndarray:
+        """Vectorised :meth:`drop_at_send` for links ``(src[i], dst[i])``: which are kept (drops counted)."""
+        keep = np.ones(len(src), dtype=bool)
+        if self.has_crashes:
+            keep &= self.up[src]
+            self.extras["dropped_crashed"] += int(len(src) - keep.sum())
+        if self.has_link_faults:
+            down = np.array([self._link_down(s, d, now) if k else False for s, d, k in
+                             zip(src.tolist(), dst.tolist(), keep.tolist(), strict=True)], dtype=bool)
+            self.extras["dropped_link_down"] += int(down.sum())
+            keep &= ~down
+        return keep
 
 
 class NoFaults:

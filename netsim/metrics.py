@@ -4,6 +4,19 @@ Link accounting follows li2022 Eq. (2): C(T) = sum over rounds r, slots t and li
 in that slot of c_{r,t,l}. A two-way link between a pair of nodes counts once per slot in
 which it carries at least one message (or is explicitly activated); a server-agent link costs
 c1 (``server_agent``) and an agent-agent link c2 (``agent_agent``).
+
+Two ways to feed it, which must not be mixed within one trial:
+
+* :meth:`Metrics.edges_used` / :meth:`Metrics.edge_used` (what the network uses once it has called
+  :meth:`Metrics.set_edges`): the graph's edges are numbered, and each edge keeps the index of the
+  last slot in which it was counted (a per-slot boolean array over edge ids, stored as slot
+  stamps so that a new slot needs no reset). A whole broadcast is one numpy step.
+* :meth:`Metrics.links_used` with node pairs (standalone use, without a graph): a set of pairs per
+  slot. After :meth:`set_edges` it maps the pairs to edge ids and takes the first way.
+
+Per-node counters are plain lists for the single-message paths (an element increment is much
+cheaper on a list than on a numpy array) plus numpy arrays for the multicast paths; the
+``node_*`` properties add the two.
 """
 
 from __future__ import annotations
@@ -58,18 +71,72 @@ class Metrics:
         # (u, destinations) -> frozenset of the pairs, for long destination lists (broadcasts):
         # the same neighbour list is sent to at every step, so its pairs are built once.
         self._pair_cache: dict[tuple[int, tuple[int, ...]], frozenset[tuple[int, int]]] = {}
+        self.sent_bulk = np.zeros(self.num_nodes, dtype=np.int64)
+        self.received_bulk = np.zeros(self.num_nodes, dtype=np.int64)
+        self.links_bulk = np.zeros(self.num_nodes, dtype=np.int64)
+        self._edge_u: np.ndarray | None = None
+        self._edge_ids: dict[tuple[int, int], int] = {}
+
+    def set_edges(self, u: np.ndarray, v: np.ndarray) -> None:
+        """Number the graph's edges: edge ``e`` joins ``u[e]`` and ``v[e]`` (the network calls this once)."""
+        self._edge_u = np.asarray(u, dtype=np.int64)
+        self._edge_v = np.asarray(v, dtype=np.int64)
+        self._edge_server = (self._edge_u >= self.num_agents) | (self._edge_v >= self.num_agents)
+        self._edge_stamp = np.full(len(self._edge_u), -np.inf)
+        self._edge_ends = list(zip(self._edge_u.tolist(), self._edge_v.tolist(), self._edge_server.tolist(),
+                                   strict=True))
+        self._edge_ids = {(a, b) if a < b else (b, a): e for e, (a, b, _) in enumerate(self._edge_ends)}
+
+    def edge_used(self, edge: int, now: float) -> bool:
+        """Record that edge ``edge`` carries traffic at ``now``; True if newly built in this slot."""
+        slot = now // self.slot
+        stamp = self._edge_stamp
+        if stamp[edge] == slot:
+            return False
+        stamp[edge] = slot
+        a, b, server = self._edge_ends[edge]
+        if server:
+            self.links_server_agent += 1
+        else:
+            self.links_agent_agent += 1
+        self.links_by_node[a] += 1
+        self.links_by_node[b] += 1
+        return True
+
+    #: below this many edges, :meth:`edges_used` loops in Python (cheaper than numpy's per-call cost)
+    VECTOR_FROM = 16
+
+    def edges_used(self, edges: np.ndarray, now: float) -> None:
+        """Record that every edge in ``edges`` (ids, repeats allowed) carries traffic at ``now``."""
+        if len(edges) < self.VECTOR_FROM:
+            for e in edges:
+                self.edge_used(e, now)
+            return
+        slot = now // self.slot
+        stamp = self._edge_stamp
+        new = edges[stamp[edges] != slot]
+        if not len(new):
+            return
+        new = np.unique(new)
+        stamp[new] = slot
+        servers = int(np.count_nonzero(self._edge_server[new]))
+        self.links_server_agent += servers
+        self.links_agent_agent += len(new) - servers
+        count = len(self.links_bulk)
+        self.links_bulk += np.bincount(self._edge_u[new], minlength=count)
+        self.links_bulk += np.bincount(self._edge_v[new], minlength=count)
 
     @property
     def node_sent(self) -> np.ndarray:
-        return np.array(self.sent_by_node, dtype=np.int64)
+        return np.array(self.sent_by_node, dtype=np.int64) + self.sent_bulk
 
     @property
     def node_received(self) -> np.ndarray:
-        return np.array(self.received_by_node, dtype=np.int64)
+        return np.array(self.received_by_node, dtype=np.int64) + self.received_bulk
 
     @property
     def node_links(self) -> np.ndarray:
-        return np.array(self.links_by_node, dtype=np.int64)
+        return np.array(self.links_by_node, dtype=np.int64) + self.links_bulk
 
     @property
     def comm_cost(self) -> float:
@@ -91,8 +158,14 @@ class Metrics:
         """Record the pairs (u, v) for v in ``others`` as used in the slot of ``now``.
 
         Counters are order-independent (a set of pairs per slot), so long destination lists are
-        handled as a set difference against the pairs already built in the slot.
+        handled as a set difference against the pairs already built in the slot. After
+        :meth:`set_edges` the pairs are mapped to edge ids and counted by :meth:`edge_used`.
         """
+        if self._edge_u is not None:
+            ids = self._edge_ids
+            for v in others:
+                self.edge_used(ids[(u, v) if u < v else (v, u)], now)
+            return
         slot = now // self.slot
         if slot != self._slot_index:
             self._slot_index = slot

@@ -1,23 +1,34 @@
 """Links, message delivery and link accounting on top of a ``simpy.Environment``.
 
-Delivery uses the engine's own scheduling: no SimPy process per message. A message sent at
-``now`` over a link with sampled delay ``d`` is appended to the batch due at ``now + d``;
-the first message of a batch schedules a single event at that instant, and every message
-due then is delivered by that one event.
+Delivery (see ``docs/engine.md``, "Delivery and ordering")
+    The network owns one delivery heap of entries ``(due, sequence, ...)``; ``sequence`` is a
+    per-network send counter, so entries due at the same instant leave in send order. A single
+    SimPy *wake-up* event is armed for the head of the heap. When it fires, the network delivers
+    heap entries in a tight loop, advancing the simulated clock itself, for as long as the next
+    entry is due before the next SimPy event (or at the same instant, when that event is a clock
+    tick: deliveries come before ticks). No SimPy event, process or Python object exists per
+    message in flight: a send of one payload to several neighbours over constant-delay links is
+    one heap entry carrying its destinations as an array (a *multicast*), and a
+    :meth:`Network.broadcast_chunks` call (many senders, each its own rows of one array) is one
+    entry too.
 
-Order at one instant (deterministic, as SimPy orders events by time, priority, insertion):
+Order at one instant (deterministic)
+    1. checkpoints of the time series, then crash and restart events (they run before anything
+       else due at that instant);
+    2. message deliveries, in send order; per-message handlers are called in that order, batch
+       and record subscribers once per instant after them;
+    3. clock ticks and other protocol events, in the order they were scheduled.
+    A zero-delay message sent during step 2 or 3 is delivered right after the handler or
+    event that sent it.
 
-1. message deliveries (priority ``DELIVERY``), in the order the messages were sent;
-2. clock ticks and other protocol events (``NORMAL``), in the order they were scheduled;
-3. zero-delay messages sent during step 2 are delivered right after the event that sent
-   them (they are scheduled at ``now`` with the higher delivery priority).
-
-Checkpoints of the time series run before everything else at their instant, so the value
-recorded at time t counts exactly the pulls made at times < t.
+Random delays are drawn in blocks of :data:`BLOCK` per delay law from the ``delays`` stream.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -31,9 +42,11 @@ from netsim.distributions import Distribution
 from netsim.errors import ProtocolError
 from netsim.metrics import Metrics
 
-CHECKPOINT = URGENT - 1  # before deliveries at the same instant
+CHECKPOINT = URGENT - 2  # before everything else at the same instant
+FAULT = URGENT - 1       # crashes and restarts: after checkpoints, before deliveries
 DELIVERY = URGENT
 TICK = NORMAL
+BLOCK = 4096             # delays drawn at once per law
 
 
 class Message(NamedTuple):
@@ -48,10 +61,35 @@ class Message(NamedTuple):
     size: int = 1
 
 
+class Multicast(NamedTuple):
+    """Several messages of one kind sent at one instant and delivered at one instant, as arrays.
+
+    Message ``i`` goes from ``src[i]`` to ``dst[i]`` and carries the rows
+    ``payload[start[i]:stop[i]]`` (``size = stop - start``). What :meth:`Network.subscribe_records`
+    handlers receive; one engine entry per sender and flush (or per whole flush).
+    """
+
+    kind: str
+    src: np.ndarray
+    dst: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+    payload: Any
+    sent_at: float
+    due_at: float
+
+    def messages(self) -> list[Message]:
+        """The same messages one by one (payloads are row slices: views, not copies)."""
+        payload, kind, sent, due = self.payload, self.kind, self.sent_at, self.due_at
+        return [_new(Message, (kind, s, d, payload[a:b], sent, due, b - a)) for s, d, a, b in
+                zip(self.src.tolist(), self.dst.tolist(), self.start.tolist(), self.stop.tolist(), strict=True)]
+
+
 _new = tuple.__new__  # builds a Message from a 7-tuple without the NamedTuple __new__ frame
 
 Handler = Callable[[Message], None]
 BatchHandler = Callable[[list[Message]], None]
+RecordHandler = Callable[[list[Multicast]], None]
 
 
 class Corruptor:
@@ -61,6 +99,10 @@ class Corruptor:
     ``(new_payload, records_corrupted)``; each record is corrupted independently with
     ``probability`` by replacing its reported value with a draw of ``q``. Records that
     ``sender`` only relays are left alone unless ``relay`` is true.
+
+    The engine calls it once per send for a byzantine sender (every destination of that send
+    gets the same corrupted copy: corruption at the source) and once per link for in-transit
+    link corruption.
     """
 
     def __call__(self, payload: Any, *, sender: int, rng: np.random.Generator, probability: float,
@@ -79,17 +121,37 @@ class Adversary:
     link_probability: float
 
 
-class _Delivery(simpy.events.Event):
-    """The single event that delivers every message due at one instant."""
+class _Delays:
+    """Delays of one law drawn in blocks of :data:`BLOCK` (one numpy call per block)."""
 
-    __slots__ = ("due",)
+    __slots__ = ("law", "rng", "buffer", "position")
 
-    def __init__(self, env: simpy.Environment, due: float, delay: float, callback: Callable[[Any], None]):
+    def __init__(self, law: Distribution, rng: np.random.Generator):
+        self.law, self.rng = law, rng
+        self.buffer: list[float] = []
+        self.position = 0
+
+    def take(self, count: int) -> list[float]:
+        end = self.position + count
+        if end > len(self.buffer):
+            rest = self.buffer[self.position:]
+            self.buffer = rest + self.law.sample(self.rng, max(BLOCK, count)).tolist()
+            self.position, end = 0, count
+        out = self.buffer[self.position:end]
+        self.position = end
+        return out
+
+
+class _WakeUp(simpy.events.Event):
+    """The one SimPy event that wakes the network up for the head of its delivery heap."""
+
+    __slots__ = ()
+
+    def __init__(self, env: simpy.Environment, delay: float, callback: Callable[[Any], None]):
         self.env = env
         self.callbacks = [callback]
         self._ok = True
         self._value = None
-        self.due = due
         env.schedule(self, DELIVERY, delay)
 
 
@@ -116,6 +178,7 @@ class Network:
         metrics: Metrics,
         adversary: Adversary | None = None,
         adversary_rng: np.random.Generator | None = None,
+        delay_rng: np.random.Generator | None = None,
     ):
         self.env = env
         self.graph = graph
@@ -125,24 +188,54 @@ class Network:
         self.components = [list(c) for c in components]
         self.metrics = metrics
         self.rng = rng
+        self._delay_rng = rng if delay_rng is None else delay_rng
         self.adversary = adversary
         self._adversary_rng = adversary_rng
-        self._neighbors = [sorted(graph.neighbors(n)) for n in range(self.num_nodes)]
-        self._adjacent = [set(ns) for ns in self._neighbors]
+        self._build_adjacency()
         self._delay = delay
         self._server_delay = server_delay
         self._loss = loss
         self._overrides = {(min(u, v), max(u, v)): law for (u, v), law in link_overrides.items()}
         self._uniform_links = not self._overrides and server_delay == delay
-        self._pending: dict[float, list[Message]] = {}
+        self._delays: dict[int, _Delays] = {}
+        self._heap: list[tuple] = []
+        self._sequence = itertools.count()
+        self._in_flight = 0
+        self._alarm: _WakeUp | None = None
+        self._alarm_at = math.inf
         self._handlers: dict[str, Handler] = {}
         self._node_handlers: dict[tuple[int, str], Handler] = {}
         self._batch_handlers: dict[str, BatchHandler] = {}
+        self._record_handlers: dict[str, RecordHandler] = {}
+        self._held: dict[str, list] = {}
         self._corruptors: dict[str, Corruptor] = {}
         self.tracer: Callable[[str, Message], None] | None = None
         # ``[faults]`` of the scenario (netsim.faults.Faults), set by the simulation; None: no faults,
         # and the send and delivery paths are exactly those of a fault-free network.
         self.faults: Any = None
+
+    def _build_adjacency(self) -> None:
+        """Sorted neighbour lists, a CSR copy of them, and edge ids for link accounting."""
+        n = self.num_nodes
+        self._neighbors = [sorted(self.graph.neighbors(v)) for v in range(n)]
+        self._agent_neighbors = [[u for u in ns if u < self.num_agents] for ns in self._neighbors]
+        edge_u, edge_v = [], []
+        self._edge_of: list[dict[int, int]] = [{} for _ in range(n)]
+        for u in range(n):
+            for v in self._neighbors[u]:
+                if u < v:
+                    e = len(edge_u)
+                    edge_u.append(u)
+                    edge_v.append(v)
+                    self._edge_of[u][v] = e
+                    self._edge_of[v][u] = e
+        self.metrics.set_edges(np.array(edge_u, dtype=np.int64), np.array(edge_v, dtype=np.int64))
+        #: agent-agent adjacency in CSR form: neighbours of agent a are agent_dst[agent_ptr[a]:agent_ptr[a+1]]
+        self.agent_ptr = np.zeros(self.num_agents + 1, dtype=np.int64)
+        self.agent_ptr[1:] = np.cumsum([len(ns) for ns in self._agent_neighbors[: self.num_agents]])
+        self.agent_dst = np.array([v for ns in self._agent_neighbors[: self.num_agents] for v in ns], dtype=np.int64)
+        self.agent_edge = np.array([self._edge_of[u][v] for u in range(self.num_agents)
+                                    for v in self._agent_neighbors[u]], dtype=np.int64)
 
     # ------------------------------------------------------------------ graph facts
     def neighbors(self, node: int) -> list[int]:
@@ -150,7 +243,8 @@ class Network:
         return self._neighbors[node]
 
     def agent_neighbors(self, node: int) -> list[int]:
-        return [n for n in self._neighbors[node] if n < self.num_agents]
+        """Sorted agent neighbour ids of ``node``."""
+        return self._agent_neighbors[node]
 
     def is_server(self, node: int) -> bool:
         return node >= self.num_agents
@@ -186,15 +280,40 @@ class Network:
             self._node_handlers[(node, kind)] = handler
 
     def subscribe_batch(self, kind: str, handler: BatchHandler) -> None:
-        """Call ``handler(messages)`` once per instant with all delivered messages of ``kind``.
+        """Call ``handler(messages)`` once per instant with all delivered messages of ``kind`` (send order).
 
         One handler per kind, as for :meth:`subscribe`.
         """
         self._claim(kind, "subscribe_batch")
         self._batch_handlers[kind] = handler
 
+    def subscribe_records(self, kind: str, handler: RecordHandler) -> None:
+        """Call ``handler(records)`` once per instant with the delivered messages of ``kind`` as
+        :class:`Multicast` arrays (send order), without building one Python object per message."""
+        self._claim(kind, "subscribe_records")
+        self._record_handlers[kind] = handler
+
+    def subscribe_deferred(self, kind: str) -> None:
+        """Hold the delivered messages of ``kind`` for a reader that acts only in its ticks.
+
+        Messages are delivered (counted, dropped if their receiver is down) at their due time,
+        as for any kind, and kept by the engine; :meth:`collect` hands over everything delivered
+        since the previous call as one list of :class:`Multicast` records, in delivery order.
+        """
+        self._claim(kind, "subscribe_deferred")
+        self._held[kind] = []
+
+    def collect(self, kind: str) -> list[Multicast]:
+        """The messages of a deferred ``kind`` delivered since the last call (see :meth:`subscribe_deferred`)."""
+        held = self._held[kind]
+        if not held:
+            return held
+        self._held[kind] = []
+        return held
+
     def _claim(self, kind: str, how: str) -> None:
-        if kind in self._handlers or kind in self._batch_handlers:
+        if kind in self._handlers or kind in self._batch_handlers or kind in self._record_handlers or \
+                kind in self._held:
             raise ProtocolError(f"{how}({kind!r}): message kind {kind!r} already has a handler; accepted: one "
                                 "handler per kind (dispatch inside it, or use another kind)")
 
@@ -205,30 +324,38 @@ class Network:
     # ------------------------------------------------------------------ sending
     def activate(self, u: int, v: int) -> bool:
         """Mark the link (u, v) built in the current slot (li2022 Eq. 2) without sending."""
-        if v not in self._adjacent[u]:
+        edge = self._edge_of[u].get(v)
+        if edge is None:
             raise ProtocolError(f"no link between {u} and {v}")
-        return self.metrics.link_used(u, v, self.env.now)
+        return self.metrics.edge_used(edge, self.env.now)
 
     def send(self, src: int, dst: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send one message over the link (src, dst); it arrives after the link's sampled delay."""
-        if dst not in self._adjacent[src]:
+        if dst not in self._edge_of[src]:
             raise ProtocolError(f"node {src} sent {kind!r} to {dst}, which is not a neighbour")
         self._send(src, (dst,), kind, payload, size)
 
     def send_many(self, src: int, dsts: Sequence[int], kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send the same ``payload`` from ``src`` to each of ``dsts`` (one message each)."""
         dsts = list(dsts)
-        if not self._adjacent[src].issuperset(dsts):
-            bad = next(d for d in dsts if d not in self._adjacent[src])
-            raise ProtocolError(f"node {src} sent {kind!r} to {bad}, which is not a neighbour")
+        edges = self._edge_of[src]
+        for d in dsts:
+            if d not in edges:
+                raise ProtocolError(f"node {src} sent {kind!r} to {d}, which is not a neighbour")
         self._send(src, dsts, kind, payload, size)
 
     def broadcast(self, src: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send ``payload`` from ``src`` to every neighbour."""
         self._send(src, self._neighbors[src], kind, payload, size)
 
+    def _law(self, law: Distribution) -> _Delays:
+        delays = self._delays.get(id(law))  # laws live as long as the network (scenario, overrides)
+        if delays is None:
+            delays = self._delays[id(law)] = _Delays(law, self._delay_rng)
+        return delays
+
     def _send(self, src: int, dsts: Sequence[int], kind: str, payload: Any, size: int) -> None:
-        """The one send path: counters, link accounting, loss, delay, corruption, batching."""
+        """The one send path of single-payload sends: counters, link accounting, loss, delay, corruption."""
         count = len(dsts)
         if count == 0:
             return
@@ -238,7 +365,11 @@ class Network:
         counts.sent += count
         counts.records += count * size
         metrics.sent_by_node[src] += count
-        metrics.links_used(src, dsts, now)
+        edges = self._edge_of[src]
+        if count == 1:
+            metrics.edge_used(edges[dsts[0]], now)
+        else:
+            metrics.edges_used(np.array([edges[d] for d in dsts], dtype=np.int64), now)
         faults = self.faults
         if faults is not None:
             dsts, dropped = faults.drop_at_send(src, dsts, now)
@@ -272,178 +403,430 @@ class Network:
                 count = len(dsts)
                 if count == 0:
                     return
-        corrupt = self.adversary is not None and kind in self._corruptors
+        if self.adversary is not None and kind in self._corruptors:
+            self._send_corrupted(src, dsts, kind, payload, size, laws or [(law, loss)] * count, counts)
+            return
         if faults is not None and faults.perturbs:
-            self._send_perturbed(src, dsts, kind, payload, size, laws or [(law, loss)] * count, counts, corrupt)
+            self._send_perturbed(src, dsts, kind, payload, size, laws or [(law, loss)] * count, counts)
             return
         if laws is None and law.is_constant:
-            delay = law.args["value"]
-            due = now + delay
-            if corrupt:
-                messages = [self._corrupted(Message(kind, src, d, payload, now, due, size), counts) for d in dsts]
-            else:  # tuple.__new__ skips the NamedTuple's Python-level __new__ (one frame per message)
-                messages = [_new(Message, (kind, src, d, payload, now, due, size)) for d in dsts]
-            self._enqueue_batch(due, delay, messages)
+            due = now + law.args["value"]
+            dst = dsts[0] if count == 1 else np.array(dsts, dtype=np.int64)
+            self._push((due, next(self._sequence), kind, src, dst, payload, now, size, count))
             return
         if laws is None:
-            delays = law.sample(self.rng, count).tolist()
+            delays = self._law(law).take(count)
         else:
-            delays = [float(lw.sample(self.rng)) for lw, _ in laws]
-        if corrupt or self.tracer:
-            for d, delay in zip(dsts, delays, strict=True):
-                message = Message(kind, src, d, payload, now, now + delay, size)
-                self._enqueue_batch(now + delay, delay, [self._corrupted(message, counts) if corrupt else message])
+            delays = [lw.args["value"] if lw.is_constant else self._law(lw).take(1)[0] for lw, _ in laws]
+        sequence = self._sequence
+        entries = [(now + delay, next(sequence), kind, src, d, payload, now, size, 1)
+                   for d, delay in zip(dsts, delays, strict=True)]
+        self._push_all(entries)
+
+    def _send_corrupted(self, src: int, dsts: Sequence[int], kind: str, payload: Any, size: int,
+                        laws: Sequence[tuple[Distribution, float]], counts: Any) -> None:
+        """A send whose payload the adversary may rewrite: once at a byzantine source, per link in transit."""
+        adv = self.adversary
+        corrupt = self._corruptors[kind]
+        source_hits = 0
+        if src in adv.byzantine and adv.probability > 0.0:
+            payload, source_hits = corrupt(payload, sender=src, rng=self._adversary_rng, probability=adv.probability,
+                                           q=adv.q, relay=adv.relay)
+        now = self.env.now
+        for d, (law, _) in zip(dsts, laws, strict=True):
+            copy, hits = payload, source_hits
+            if adv.link_probability > 0.0:
+                copy, n = corrupt(payload, sender=src, rng=self._adversary_rng, probability=adv.link_probability,
+                                  q=adv.q, relay=True)
+                hits += n
+            if hits:
+                counts.corrupted += 1
+            self._send_one(Message(kind, src, d, copy, now, now, size), law, corrupted=bool(hits))
+
+    def _send_one(self, message: Message, law: Distribution, *, corrupted: bool = False) -> None:
+        """Schedule one message (duplication and reordering faults applied when present)."""
+        now = message.sent_at
+        delay = law.args["value"] if law.is_constant else self._law(law).take(1)[0]
+        if corrupted and self.tracer:
+            self.tracer("corrupt", message._replace(due_at=now + delay))
+        faults = self.faults
+        if faults is None or not faults.perturbs:
+            self._push((now + delay, next(self._sequence), message.kind, message.src, message.dst, message.payload,
+                        now, message.size, 1))
             return
-        pending, env, deliver = self._pending, self.env, self._deliver
-        for d, delay in zip(dsts, delays, strict=True):
-            due = now + delay
-            message = _new(Message, (kind, src, d, payload, now, due, size))
-            batch = pending.get(due)
-            if batch is None:
-                pending[due] = [message]
-                _Delivery(env, due, delay, deliver)
-            else:
-                batch.append(message)
+        self._perturbed(message, law, delay)
 
     def _send_perturbed(self, src: int, dsts: Sequence[int], kind: str, payload: Any, size: int,
-                        laws: Sequence[tuple[Distribution, float]], counts: Any, corrupt: bool) -> None:
-        """Send with duplication and reordering faults (``netsim.faults``), one message at a time.
+                        laws: Sequence[tuple[Distribution, float]], counts: Any) -> None:
+        """Send with duplication and reordering faults (``netsim.faults``), one message at a time."""
+        now = self.env.now
+        for d, (law, _) in zip(dsts, laws, strict=True):
+            delay = law.args["value"] if law.is_constant else self._law(law).take(1)[0]
+            self._perturbed(Message(kind, src, d, payload, now, now, size), law, delay)
 
-        The link delay comes from the network stream as on the plain path; whether a message is
+    def _perturbed(self, message: Message, law: Distribution, delay: float) -> None:
+        """One message under duplication and reordering.
+
+        The link delay comes from the delays stream as on the plain path; whether a message is
         held back (and by how much) and whether it is duplicated (and the copy's delay) come from
-        the faults stream. A copy counts as one more message sent of ``kind`` (not by ``src``).
+        the faults stream. A copy counts as one more message sent of its kind (not by its sender).
         """
         faults = self.faults
         rng = faults.message_rng
-        extras = faults.extras
+        copies = [delay]
+        if faults.duplication > 0 and rng.random() < faults.duplication:
+            copies.append(float(law.sample(rng)))
+            faults.extras["duplicated"] += 1
+            counts = self.metrics.kind(message.kind)
+            counts.sent += 1
+            counts.records += message.size
+        now = message.sent_at
+        for delay in copies:
+            if faults.reorder > 0 and rng.random() < faults.reorder:
+                delay += float(faults.reorder_delay.sample(rng))
+                faults.extras["reordered"] += 1
+            self._push((now + delay, next(self._sequence), message.kind, message.src, message.dst, message.payload,
+                        now, message.size, 1))
+
+    def broadcast_chunks(self, kind: str, srcs: np.ndarray, bounds: np.ndarray, payload: np.ndarray) -> int:
+        """Every agent ``srcs[i]`` sends the rows ``payload[bounds[i]:bounds[i+1]]`` to each agent neighbour.
+
+        The vectorised form of one :meth:`send_many` per sender (LOCAL flooding): one message per
+        link with ``size`` = its number of rows, counted, lost, delayed and corrupted exactly as
+        the per-sender sends would be (the per-sender loss draws are taken in the same order).
+        ``srcs`` must be increasing agent ids. Returns the number of messages sent.
+        """
+        srcs = np.asarray(srcs, dtype=np.int64)
+        bounds = np.asarray(bounds, dtype=np.int64)
+        ptr, dst_all = self.agent_ptr, self.agent_dst
+        degree = ptr[srcs + 1] - ptr[srcs]
+        total = int(degree.sum())
+        if total == 0:
+            return 0
         now = self.env.now
-        for d, (law, _) in zip(dsts, laws, strict=True):
-            delay = float(law.sample(self.rng)) if not law.is_constant else law.args["value"]
-            copies = [delay]
-            if faults.duplication > 0 and rng.random() < faults.duplication:
-                copies.append(float(law.sample(rng)))
-                extras["duplicated"] += 1
-                counts.sent += 1
-                counts.records += size
-            message = Message(kind, src, d, payload, now, now, size)
-            if corrupt:
-                message = self._corrupted(message, counts)
-            for delay in copies:
-                if faults.reorder > 0 and rng.random() < faults.reorder:
-                    delay += float(faults.reorder_delay.sample(rng))
-                    extras["reordered"] += 1
-                due = now + delay
-                self._enqueue_batch(due, delay, [message._replace(due_at=due)])
+        sizes = bounds[1:] - bounds[:-1]
+        # per link: position in the CSR arrays and the sender's chunk index
+        chunk = np.repeat(np.arange(len(srcs)), degree)
+        slot = np.arange(total) - np.repeat(np.cumsum(degree) - degree, degree) + ptr[srcs][chunk]
+        src = srcs[chunk]
+        dst = dst_all[slot]
+        metrics = self.metrics
+        counts = metrics.kind(kind)
+        counts.sent += total
+        counts.records += int((sizes * degree).sum())
+        metrics.sent_bulk[srcs] += degree
+        metrics.edges_used(self.agent_edge[slot], now)
+        keep = None
+        faults = self.faults
+        if faults is not None and (faults.has_crashes or faults.has_link_faults):
+            keep = faults.kept_at_send(src, dst, now)
+        if self._overrides or self._loss > 0:
+            # loss is drawn for the links that survived the faults, in link order (as per-sender sends draw)
+            alive = np.arange(total) if keep is None else np.flatnonzero(keep)
+            loss = self._link_losses(src[alive], dst[alive])
+            if np.any(loss > 0):
+                lost = self.rng.random(len(alive)) < loss
+                keep = np.ones(total, dtype=bool) if keep is None else keep.copy()
+                keep[alive[lost]] = False
+        if keep is not None and not keep.all():
+            counts.dropped += int(total - keep.sum())
+            if self.tracer:
+                for s, d, c in zip(src[~keep].tolist(), dst[~keep].tolist(), chunk[~keep].tolist(), strict=True):
+                    self.tracer("drop", Message(kind, s, d, payload[bounds[c]:bounds[c + 1]], now, now,
+                                                int(sizes[c])))
+            src, dst, chunk = src[keep], dst[keep], chunk[keep]
+            if not len(src):
+                return total
+        start, stop = bounds[:-1][chunk], bounds[1:][chunk]
+        if self.adversary is not None and kind in self._corruptors:
+            payload, start, stop = self._corrupt_chunks(kind, srcs, bounds, payload, src, chunk, start, stop, counts)
+        simple = (self._uniform_links and not self._overrides and self._delay.is_constant and
+                  (faults is None or not faults.perturbs))
+        if simple:
+            due = now + self._delay.args["value"]
+            record = Multicast(kind, src, dst, start, stop, payload, now, due)
+            self._push((due, next(self._sequence), kind, -1, record, payload, now, 0, len(src)))
+            return total
+        # sampled delays or message faults: one entry per link, through the single-message machinery
+        for s, d, a, b in zip(src.tolist(), dst.tolist(), start.tolist(), stop.tolist(), strict=True):
+            law, _ = self.link_law(s, d)
+            self._send_one(Message(kind, s, d, payload[a:b], now, now, b - a), law)
+        return total
 
-    def _corrupted(self, message: Message, counts: Any) -> Message:
-        """``message`` as the adversary lets it through (byzantine sender, corrupting link)."""
+    def _link_losses(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        if not self._overrides:
+            return np.full(len(src), self._loss)
+        return np.array([self.link_law(s, d)[1] for s, d in zip(src.tolist(), dst.tolist(), strict=True)])
+
+    def _corrupt_chunks(self, kind: str, srcs: np.ndarray, bounds: np.ndarray, payload: np.ndarray,
+                        src: np.ndarray, chunk: np.ndarray, start: np.ndarray, stop: np.ndarray,
+                        counts: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Source corruption once per sender chunk; link corruption per link (new rows appended)."""
         adv = self.adversary
-        src, payload = message.src, message.payload
-        corrupted = 0
-        corrupt = self._corruptors[message.kind]
-        if src in adv.byzantine and adv.probability > 0.0:
-            payload, n = corrupt(payload, sender=src, rng=self._adversary_rng, probability=adv.probability,
-                                 q=adv.q, relay=adv.relay)
-            corrupted += n
+        corrupt = self._corruptors[kind]
+        rng = self._adversary_rng
+        hit_chunk = np.zeros(len(srcs), dtype=bool)
+        sending = np.unique(chunk)  # chunks with at least one surviving link (a lost one is never corrupted)
+        if adv.probability > 0.0 and adv.byzantine:
+            byzantine = np.fromiter(adv.byzantine, dtype=np.int64)
+            liars = sending[np.isin(srcs[sending], byzantine)]
+            if len(liars):
+                payload = payload.copy()
+                for c in liars.tolist():
+                    a, b = int(bounds[c]), int(bounds[c + 1])
+                    new, hits = corrupt(payload[a:b], sender=int(srcs[c]), rng=rng, probability=adv.probability,
+                                        q=adv.q, relay=adv.relay)
+                    if hits:
+                        payload[a:b] = new
+                        hit_chunk[c] = True
+        hit = hit_chunk[chunk]
         if adv.link_probability > 0.0:
-            payload, n = corrupt(payload, sender=src, rng=self._adversary_rng, probability=adv.link_probability,
-                                 q=adv.q, relay=True)
-            corrupted += n
-        if not corrupted:
-            return message
-        counts.corrupted += 1
-        message = message._replace(payload=payload)
-        if self.tracer:
-            self.tracer("corrupt", message)
-        return message
+            extra = [payload]
+            rows = len(payload)
+            start, stop = start.copy(), stop.copy()
+            for i, (s, a, b) in enumerate(zip(src.tolist(), start.tolist(), stop.tolist(), strict=True)):
+                new, hits = corrupt(payload[a:b], sender=s, rng=rng, probability=adv.link_probability, q=adv.q,
+                                    relay=True)
+                if hits:
+                    extra.append(new)
+                    start[i], stop[i] = rows, rows + (b - a)
+                    rows += b - a
+                    hit[i] = True
+            if len(extra) > 1:
+                payload = np.concatenate(extra)
+        counts.corrupted += int(hit.sum())
+        return payload, start, stop
 
-    def _enqueue_batch(self, due: float, delay: float, messages: list[Message]) -> None:
+    # ------------------------------------------------------------------ the delivery heap
+    def _push(self, entry: tuple) -> None:
+        """Add one heap entry (``entry[8]`` messages); arm the wake-up if it is the new head."""
         if self.tracer:
-            for message in messages:
+            for message in _messages(entry):
                 self.tracer("send", message)
-        batch = self._pending.get(due)
-        if batch is None:
-            self._pending[due] = messages
-            _Delivery(self.env, due, delay, self._deliver)
+        heapq.heappush(self._heap, entry)
+        self._in_flight += entry[8]
+        if entry[0] < self._alarm_at:
+            self._arm(entry[0])
+
+    def _push_all(self, entries: list[tuple]) -> None:
+        if self.tracer:
+            for entry in entries:
+                for message in _messages(entry):
+                    self.tracer("send", message)
+        heap = self._heap
+        if len(entries) > 8 and len(entries) * 4 > len(heap):
+            heap.extend(entries)
+            heapq.heapify(heap)
         else:
-            batch.extend(messages)
+            push = heapq.heappush
+            for entry in entries:
+                push(heap, entry)
+        self._in_flight += len(entries)
+        head = heap[0][0]
+        if head < self._alarm_at:
+            self._arm(head)
+
+    def _arm(self, due: float) -> None:
+        self._alarm_at = due
+        self._alarm = _WakeUp(self.env, due - self.env.now, self._wake)
+
+    def _wake(self, event: _WakeUp) -> None:
+        """Deliver every heap entry due before the next SimPy event (see the module docstring)."""
+        if event is not self._alarm:
+            return  # superseded by an earlier wake-up
+        self._alarm, self._alarm_at = None, -math.inf  # sends during the loop do not arm
+        heap, env = self._heap, self.env
+        queue = env._queue
+        pop = heapq.heappop
+        try:
+            while heap:
+                due = heap[0][0]
+                if queue:
+                    head = queue[0]
+                    if due > head[0] or (due == head[0] and head[1] <= DELIVERY):
+                        break
+                env._now = due
+                batch = [pop(heap)]
+                while heap and heap[0][0] == due:
+                    batch.append(pop(heap))
+                self._deliver(batch)
+        finally:
+            self._alarm_at = math.inf
+            if heap:
+                self._arm(heap[0][0])
 
     # ------------------------------------------------------------------ delivery
-    def _deliver(self, event: _Delivery) -> None:
-        batch = self._pending.pop(event.due)
-        received = self.metrics.received_by_node
-        by_kind = self.metrics.messages
-        tracer = self.tracer
-        batch_handlers = self._batch_handlers
-        node_handlers = self._node_handlers
-        handlers = self._handlers
-        grouped: dict[str, list[Message]] | None = None
+    def _deliver(self, batch: list[tuple]) -> None:
+        """Deliver the entries of one instant, in send order."""
+        metrics = self.metrics
+        by_kind = metrics.messages
+        self._in_flight -= sum(entry[8] for entry in batch)
         faults = self.faults
         if faults is not None and faults.has_crashes:
-            kept = []
-            for message in batch:  # a crashed destination receives nothing
-                if faults.delivered(message):
-                    kept.append(message)
-                else:
-                    by_kind[message.kind].dropped += 1
-                    if tracer:
-                        tracer("drop", message)
-            batch = kept
-        if not tracer and not node_handlers:
-            self._deliver_plain(batch)
+            batch = self._drop_crashed(batch)
+        if self.tracer or self._node_handlers:
+            self._deliver_general(batch)
             return
-        for message in batch:
-            kind = message.kind
-            by_kind[kind].delivered += 1
-            received[message.dst] += 1
-            if tracer:
-                tracer("deliver", message)
-            if batch_handlers and kind in batch_handlers:
-                if grouped is None:
-                    grouped = {}
-                grouped.setdefault(kind, []).append(message)
-                continue
-            handler = (node_handlers and node_handlers.get((message.dst, kind))) or handlers.get(kind)
-            if handler is None:
-                raise ProtocolError(f"message {kind!r} delivered to node {message.dst}, nobody subscribed")
-            handler(message)
-        if grouped:
-            for kind, messages in grouped.items():
-                batch_handlers[kind](messages)
-
-    def _deliver_plain(self, batch: list[Message]) -> None:
-        """:meth:`_deliver` without tracer or per-node handlers: same order, fewer lookups per message.
-
-        Per-message handlers run in send order inside the loop, batch handlers after it with
-        their messages in send order, exactly as on the general path; the ``delivered``
-        counters of batched kinds are added per kind before the batch handlers run.
-        """
-        received = self.metrics.received_by_node
-        by_kind = self.metrics.messages
-        batch_handlers = self._batch_handlers
+        received = metrics.received_by_node
         handlers = self._handlers
-        grouped: dict[str, list[Message]] = {}
-        for message in batch:
-            kind = message.kind
-            received[message.dst] += 1
+        grouped: dict[str, list[tuple]] = {}
+        for entry in batch:
+            kind, dst = entry[2], entry[4]
+            by_kind[kind].delivered += entry[8]
+            if isinstance(dst, tuple) or type(dst) is np.ndarray:
+                record = dst if isinstance(dst, tuple) else _fanout(entry)
+                metrics.received_bulk += np.bincount(record.dst, minlength=self.num_nodes)
+            else:
+                received[dst] += 1
             group = grouped.get(kind)
             if group is not None:
-                group.append(message)
-                continue
-            if kind in batch_handlers:
-                grouped[kind] = [message]
-                continue
-            by_kind[kind].delivered += 1
-            handler = handlers.get(kind)
-            if handler is None:
-                raise ProtocolError(f"message {kind!r} delivered to node {message.dst}, nobody subscribed")
-            handler(message)
-        for kind, messages in grouped.items():
-            by_kind[kind].delivered += len(messages)
-        for kind, messages in grouped.items():
-            batch_handlers[kind](messages)
+                group.append(entry)
+            elif kind in handlers:
+                handler = handlers[kind]
+                for message in _messages(entry):
+                    handler(message)
+            elif kind in self._record_handlers or kind in self._held or kind in self._batch_handlers:
+                grouped[kind] = [entry]
+            else:
+                raise ProtocolError(f"message {kind!r} delivered to node {_first_dst(entry)}, nobody subscribed")
+        for kind, entries in grouped.items():
+            self._hand_over(kind, entries)
+
+    def _hand_over(self, kind: str, entries: list[tuple]) -> None:
+        """Give the entries of one kind delivered at one instant to its batch, record or deferred reader."""
+        if kind in self._batch_handlers:
+            messages: list[Message] = []
+            for entry in entries:
+                messages.extend(_messages(entry))
+            self._batch_handlers[kind](messages)
+            return
+        records = [_record(entry) for entry in entries]
+        if kind in self._record_handlers:
+            self._record_handlers[kind](records)
+        else:
+            self._held[kind].extend(records)
+
+    def _deliver_general(self, batch: list[tuple]) -> None:
+        """Delivery with a tracer or per-node handlers: one message at a time, same order and counts."""
+        metrics = self.metrics
+        by_kind = metrics.messages
+        received = metrics.received_by_node
+        tracer = self.tracer
+        grouped: dict[str, list[tuple]] = {}
+        for entry in batch:
+            for message in _messages(entry):
+                kind = message.kind
+                by_kind[kind].delivered += 1
+                received[message.dst] += 1
+                if tracer:
+                    tracer("deliver", message)
+                if kind in self._record_handlers or kind in self._held or kind in self._batch_handlers:
+                    grouped.setdefault(kind, []).append(_entry(message))
+                    continue
+                handler = self._node_handlers.get((message.dst, kind)) or self._handlers.get(kind)
+                if handler is None:
+                    raise ProtocolError(f"message {kind!r} delivered to node {message.dst}, nobody subscribed")
+                handler(message)
+        for kind, entries in grouped.items():
+            self._hand_over(kind, entries)
+
+    def _drop_crashed(self, batch: list[tuple]) -> list[tuple]:
+        """The entries of ``batch`` with the messages to crashed receivers removed (and counted)."""
+        up = self.faults.up
+        by_kind = self.metrics.messages
+        extras = self.faults.extras
+        kept = []
+        for entry in batch:
+            dst = entry[4]
+            if isinstance(dst, tuple) or type(dst) is np.ndarray:
+                record = dst if isinstance(dst, tuple) else _fanout(entry)
+                alive = up[record.dst]
+                if alive.all():
+                    kept.append(entry)
+                    continue
+                lost = int(len(alive) - alive.sum())
+                by_kind[entry[2]].dropped += lost
+                extras["dropped_crashed"] += lost
+                if self.tracer:
+                    for message in _subset(record, ~alive).messages():
+                        self.tracer("drop", message)
+                if alive.any():
+                    kept.append(entry[:4] + (_subset(record, alive),) + entry[5:8] + (len(alive) - lost,))
+            elif up[dst]:
+                kept.append(entry)
+            else:
+                by_kind[entry[2]].dropped += 1
+                extras["dropped_crashed"] += 1
+                if self.tracer:
+                    self.tracer("drop", _messages(entry)[0])
+        return kept
 
     @property
     def in_flight(self) -> int:
         """Messages sent but neither delivered nor dropped yet."""
-        return sum(len(b) for b in self._pending.values())
+        return self._in_flight
+
+
+class _FanoutRecord(Multicast):
+    """One payload object sent from one node to several: every message carries the whole payload."""
+
+    def messages(self) -> list[Message]:
+        payload, kind, sent, due, size = self.payload, self.kind, self.sent_at, self.due_at, int(self.stop[0])
+        src = int(self.src[0])
+        return [_new(Message, (kind, src, d, payload, sent, due, size)) for d in self.dst.tolist()]
+
+
+def _fanout(entry: tuple) -> Multicast:
+    """A multicast heap entry (one payload, destinations as an array) as a :class:`Multicast`."""
+    dst = entry[4]
+    n = len(dst)
+    return tuple.__new__(_FanoutRecord, (entry[2], np.full(n, entry[3], dtype=np.int64), dst, np.zeros(n, np.int64),
+                                         np.full(n, entry[7], dtype=np.int64), entry[5], entry[6], entry[0]))
+
+
+def _subset(record: Multicast, mask: np.ndarray) -> Multicast:
+    return tuple.__new__(type(record), (record.kind, record.src[mask], record.dst[mask], record.start[mask],
+                                        record.stop[mask], record.payload, record.sent_at, record.due_at))
+
+
+def _messages(entry: tuple) -> list[Message]:
+    """Every message of a heap entry, one by one."""
+    dst = entry[4]
+    if isinstance(dst, tuple):
+        return dst.messages()
+    if type(dst) is np.ndarray:
+        return _fanout(entry).messages()
+    return [_new(Message, (entry[2], entry[3], dst, entry[5], entry[6], entry[0], entry[7]))]
+
+
+def _record(entry: tuple) -> Multicast | Message:
+    """What a record reader gets for a heap entry: the :class:`Multicast` itself, or the single Message.
+
+    A multicast of an array payload (``size`` rows, one per record) becomes a :class:`Multicast`
+    whose messages all carry rows ``0:size``; any other multicast payload is handed as Messages.
+    """
+    dst = entry[4]
+    if isinstance(dst, tuple):
+        return dst
+    if type(dst) is np.ndarray:
+        payload = entry[5]
+        if isinstance(payload, np.ndarray) and len(payload) == entry[7]:
+            n = len(dst)
+            return Multicast(entry[2], np.full(n, entry[3], dtype=np.int64), dst, np.zeros(n, np.int64),
+                             np.full(n, entry[7], dtype=np.int64), payload, entry[6], entry[0])
+        return _fanout(entry)
+    return _new(Message, (entry[2], entry[3], dst, entry[5], entry[6], entry[0], entry[7]))
+
+
+def _entry(message: Message) -> tuple:
+    return (message.due_at, 0, message.kind, message.src, message.dst, message.payload, message.sent_at,
+            message.size, 1)
+
+
+def _first_dst(entry: tuple) -> int:
+    dst = entry[4]
+    if isinstance(dst, tuple):
+        return int(dst.dst[0])
+    if type(dst) is np.ndarray:
+        return int(dst[0])
+    return dst

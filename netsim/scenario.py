@@ -370,6 +370,7 @@ def build_network(scenario: Scenario, env: simpy.Environment, streams: Streams) 
                       slot=scenario.clock["period"])
     network = Network(env, graph, num_agents=agents, components=members, delay=delay, server_delay=server_delay,
                       loss=spec["loss"], link_overrides=overrides, rng=streams.for_("network"), metrics=metrics,
+                      delay_rng=streams.for_("delays"),
                       adversary=_adversary(scenario, streams), adversary_rng=streams.for_("adversary"))
     if F.kinds(scenario.faults):
         for i, link in enumerate(scenario.faults["links"]):

@@ -21,7 +21,7 @@ import simpy
 from netsim.errors import ProtocolError
 from netsim.faults import NoFaults
 from netsim.metrics import Metrics
-from netsim.network import CHECKPOINT, DELIVERY, TICK, Message, Network
+from netsim.network import CHECKPOINT, FAULT, TICK, Message, Network
 from netsim.protocol import Protocol
 from netsim.registry import bandits, protocols
 from netsim.scenario import Scenario, build_network
@@ -238,7 +238,7 @@ class Simulation:
         started = time.perf_counter()
         self._schedule_checkpoints()
         if self.faults.active:
-            self.faults.start(lambda when, fn: self.call_at(when, fn, priority=DELIVERY), self.horizon)
+            self.faults.start(lambda when, fn: self.call_at(when, fn, priority=FAULT), self.horizon)
         run = self.scenario.run
         watchdog, budget = run.get("watchdog", 0.0), run.get("wall_budget", 0.0)
         if 0 < watchdog < math.inf:

@@ -75,4 +75,4 @@ def test_plain_delivery_order_and_counts():
     assert batches == [[(2, 0), (2, 1), (2, 3), (2, 4), (1, 0), (1, 2)]]  # one call per instant
     m = net.metrics
     assert (m.messages["a"].delivered, m.messages["b"].delivered, m.messages["c"].delivered) == (2, 6, 1)
-    assert m.received_by_node == [2, 2, 1, 2, 2]
+    assert m.node_received.tolist() == [2, 2, 1, 2, 2]
