@@ -82,7 +82,8 @@ class Metrics:
         self._edge_u = np.asarray(u, dtype=np.int64)
         self._edge_v = np.asarray(v, dtype=np.int64)
         self._edge_server = (self._edge_u >= self.num_agents) | (self._edge_v >= self.num_agents)
-        self._edge_stamp = np.full(len(self._edge_u), -np.inf)
+        # slot index in which each edge was last counted (a Python list: cheap scalar reads and writes)
+        self._stamps: list[float] = [-math.inf] * len(self._edge_u)
         self._edge_ends = list(zip(self._edge_u.tolist(), self._edge_v.tolist(), self._edge_server.tolist(),
                                    strict=True))
         self._edge_ids = {(a, b) if a < b else (b, a): e for e, (a, b, _) in enumerate(self._edge_ends)}
@@ -90,10 +91,10 @@ class Metrics:
     def edge_used(self, edge: int, now: float) -> bool:
         """Record that edge ``edge`` carries traffic at ``now``; True if newly built in this slot."""
         slot = now // self.slot
-        stamp = self._edge_stamp
-        if stamp[edge] == slot:
+        stamps = self._stamps
+        if stamps[edge] == slot:
             return False
-        stamp[edge] = slot
+        stamps[edge] = slot
         a, b, server = self._edge_ends[edge]
         if server:
             self.links_server_agent += 1
@@ -103,22 +104,32 @@ class Metrics:
         self.links_by_node[b] += 1
         return True
 
-    #: below this many edges, :meth:`edges_used` loops in Python (cheaper than numpy's per-call cost)
-    VECTOR_FROM = 16
+    #: from this many edges on, :meth:`edges_used` counts with numpy (below, a Python loop is cheaper)
+    VECTOR_FROM = 64
 
-    def edges_used(self, edges: np.ndarray, now: float) -> None:
+    def edges_used(self, edges: Sequence[int] | np.ndarray, now: float) -> None:
         """Record that every edge in ``edges`` (ids, repeats allowed) carries traffic at ``now``."""
-        if len(edges) < self.VECTOR_FROM:
-            for e in edges:
-                self.edge_used(e, now)
-            return
         slot = now // self.slot
-        stamp = self._edge_stamp
-        new = edges[stamp[edges] != slot]
-        if not len(new):
+        stamps = self._stamps
+        if len(edges) < self.VECTOR_FROM:
+            ends, links = self._edge_ends, self.links_by_node
+            for e in edges:
+                if stamps[e] != slot:
+                    stamps[e] = slot
+                    a, b, server = ends[e]
+                    if server:
+                        self.links_server_agent += 1
+                    else:
+                        self.links_agent_agent += 1
+                    links[a] += 1
+                    links[b] += 1
             return
-        new = np.unique(new)
-        stamp[new] = slot
+        new = [e for e in np.unique(edges).tolist() if stamps[e] != slot]
+        if not new:
+            return
+        for e in new:
+            stamps[e] = slot
+        new = np.array(new, dtype=np.int64)
         servers = int(np.count_nonzero(self._edge_server[new]))
         self.links_server_agent += servers
         self.links_agent_agent += len(new) - servers

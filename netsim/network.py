@@ -29,7 +29,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -121,25 +121,10 @@ class Adversary:
     link_probability: float
 
 
-class _Delays:
-    """Delays of one law drawn in blocks of :data:`BLOCK` (one numpy call per block)."""
-
-    __slots__ = ("law", "rng", "buffer", "position")
-
-    def __init__(self, law: Distribution, rng: np.random.Generator):
-        self.law, self.rng = law, rng
-        self.buffer: list[float] = []
-        self.position = 0
-
-    def take(self, count: int) -> list[float]:
-        end = self.position + count
-        if end > len(self.buffer):
-            rest = self.buffer[self.position:]
-            self.buffer = rest + self.law.sample(self.rng, max(BLOCK, count)).tolist()
-            self.position, end = 0, count
-        out = self.buffer[self.position:end]
-        self.position = end
-        return out
+def _delay_stream(law: Distribution, rng: np.random.Generator) -> Iterator[float]:
+    """Endless delays of ``law``, drawn :data:`BLOCK` at a time (one numpy call per block)."""
+    while True:
+        yield from law.sample(rng, BLOCK).tolist()
 
 
 class _WakeUp(simpy.events.Event):
@@ -197,7 +182,8 @@ class Network:
         self._loss = loss
         self._overrides = {(min(u, v), max(u, v)): law for (u, v), law in link_overrides.items()}
         self._uniform_links = not self._overrides and server_delay == delay
-        self._delays: dict[int, _Delays] = {}
+        self._simple = self._uniform_links and loss == 0.0  # one delay law, no loss
+        self._delays: dict[int, Iterator[float]] = {}
         self._heap: list[tuple] = []
         self._sequence = itertools.count()
         self._in_flight = 0
@@ -230,6 +216,7 @@ class Network:
                     self._edge_of[u][v] = e
                     self._edge_of[v][u] = e
         self.metrics.set_edges(np.array(edge_u, dtype=np.int64), np.array(edge_v, dtype=np.int64))
+        self._neighbor_edges = [[self._edge_of[u][v] for v in self._neighbors[u]] for u in range(n)]
         #: agent-agent adjacency in CSR form: neighbours of agent a are agent_dst[agent_ptr[a]:agent_ptr[a+1]]
         self.agent_ptr = np.zeros(self.num_agents + 1, dtype=np.int64)
         self.agent_ptr[1:] = np.cumsum([len(ns) for ns in self._agent_neighbors[: self.num_agents]])
@@ -348,10 +335,11 @@ class Network:
         """Send ``payload`` from ``src`` to every neighbour."""
         self._send(src, self._neighbors[src], kind, payload, size)
 
-    def _law(self, law: Distribution) -> _Delays:
-        delays = self._delays.get(id(law))  # laws live as long as the network (scenario, overrides)
+    def _law(self, law: Distribution) -> Iterator[float]:
+        """The delay stream of ``law`` (keyed by identity: laws live as long as the network)."""
+        delays = self._delays.get(id(law))
         if delays is None:
-            delays = self._delays[id(law)] = _Delays(law, self._delay_rng)
+            delays = self._delays[id(law)] = _delay_stream(law, self._delay_rng)
         return delays
 
     def _send(self, src: int, dsts: Sequence[int], kind: str, payload: Any, size: int) -> None:
@@ -361,16 +349,29 @@ class Network:
             return
         now = self.env.now
         metrics = self.metrics
-        counts = metrics.kind(kind)
+        counts = metrics.messages.get(kind) or metrics.kind(kind)
         counts.sent += count
         counts.records += count * size
         metrics.sent_by_node[src] += count
-        edges = self._edge_of[src]
         if count == 1:
-            metrics.edge_used(edges[dsts[0]], now)
+            metrics.edge_used(self._edge_of[src][dsts[0]], now)
+        elif dsts is self._neighbors[src]:
+            metrics.edges_used(self._neighbor_edges[src], now)
         else:
-            metrics.edges_used(np.array([edges[d] for d in dsts], dtype=np.int64), now)
+            edges = self._edge_of[src]
+            metrics.edges_used([edges[d] for d in dsts], now)
         faults = self.faults
+        if faults is None and self._simple and not self.tracer and kind not in self._corruptors:
+            # fault-free links with one law and no loss: the common case, straight to the heap
+            law = self._delay
+            if law.is_constant:
+                dst = dsts[0] if count == 1 else list(dsts)
+                self._push((now + law.args["value"], next(self._sequence), kind, src, dst, payload, now, size, count))
+                return
+            sequence = self._sequence
+            self._push_all([(now + delay, next(sequence), kind, src, d, payload, now, size, 1)
+                            for d, delay in zip(dsts, self._law(law))])  # zip stops at dsts
+            return
         if faults is not None:
             dsts, dropped = faults.drop_at_send(src, dsts, now)
             if dropped:
@@ -411,13 +412,13 @@ class Network:
             return
         if laws is None and law.is_constant:
             due = now + law.args["value"]
-            dst = dsts[0] if count == 1 else np.array(dsts, dtype=np.int64)
+            dst = dsts[0] if count == 1 else list(dsts)
             self._push((due, next(self._sequence), kind, src, dst, payload, now, size, count))
             return
         if laws is None:
-            delays = self._law(law).take(count)
+            delays = [next(self._law(law)) for _ in range(count)]
         else:
-            delays = [lw.args["value"] if lw.is_constant else self._law(lw).take(1)[0] for lw, _ in laws]
+            delays = [lw.args["value"] if lw.is_constant else next(self._law(lw)) for lw, _ in laws]
         sequence = self._sequence
         entries = [(now + delay, next(sequence), kind, src, d, payload, now, size, 1)
                    for d, delay in zip(dsts, delays, strict=True)]
@@ -446,7 +447,7 @@ class Network:
     def _send_one(self, message: Message, law: Distribution, *, corrupted: bool = False) -> None:
         """Schedule one message (duplication and reordering faults applied when present)."""
         now = message.sent_at
-        delay = law.args["value"] if law.is_constant else self._law(law).take(1)[0]
+        delay = law.args["value"] if law.is_constant else next(self._law(law))
         if corrupted and self.tracer:
             self.tracer("corrupt", message._replace(due_at=now + delay))
         faults = self.faults
@@ -461,7 +462,7 @@ class Network:
         """Send with duplication and reordering faults (``netsim.faults``), one message at a time."""
         now = self.env.now
         for d, (law, _) in zip(dsts, laws, strict=True):
-            delay = law.args["value"] if law.is_constant else self._law(law).take(1)[0]
+            delay = law.args["value"] if law.is_constant else next(self._law(law))
             self._perturbed(Message(kind, src, d, payload, now, now, size), law, delay)
 
     def _perturbed(self, message: Message, law: Distribution, delay: float) -> None:
@@ -638,19 +639,44 @@ class Network:
         heap, env = self._heap, self.env
         queue = env._queue
         pop = heapq.heappop
+        # fast path: a lone single message to a per-message handler, no tracer, crashes or node handlers
+        plain = not self.tracer and not self._node_handlers and (self.faults is None or not self.faults.has_crashes)
+        by_kind = self.metrics.messages
+        fast = {kind: (handler, by_kind.get(kind) or self.metrics.kind(kind)) for kind, handler in self._handlers.items()}
+        received = self.metrics.received_by_node
+        inf = math.inf
+        size = -1
+        limit = limit_priority = inf
+        delivered = 0
+        due = heap[0][0] if heap else inf
         try:
-            while heap:
-                due = heap[0][0]
-                if queue:
-                    head = queue[0]
-                    if due > head[0] or (due == head[0] and head[1] <= DELIVERY):
-                        break
+            while due < inf:
+                if len(queue) != size:  # the SimPy queue only grows while we run: re-read its head
+                    size = len(queue)
+                    limit, limit_priority = queue[0][:2] if size else (inf, inf)
+                if due >= limit and (due > limit or limit_priority <= DELIVERY):
+                    break
                 env._now = due
-                batch = [pop(heap)]
-                while heap and heap[0][0] == due:
+                entry = pop(heap)
+                following = heap[0][0] if heap else inf
+                if following != due and plain and entry[8] == 1 and type(entry[4]) is int:
+                    target = fast.get(entry[2])
+                    if target is not None:
+                        delivered += 1
+                        target[1].delivered += 1
+                        dst = entry[4]
+                        received[dst] += 1
+                        target[0](_new(Message, (entry[2], entry[3], dst, entry[5], entry[6], due, entry[7])))
+                        due = heap[0][0] if heap else inf
+                        continue
+                batch = [entry]
+                while following == due:
                     batch.append(pop(heap))
+                    following = heap[0][0] if heap else inf
                 self._deliver(batch)
+                due = heap[0][0] if heap else inf
         finally:
+            self._in_flight -= delivered
             self._alarm_at = math.inf
             if heap:
                 self._arm(heap[0][0])
@@ -673,9 +699,11 @@ class Network:
         for entry in batch:
             kind, dst = entry[2], entry[4]
             by_kind[kind].delivered += entry[8]
-            if isinstance(dst, tuple) or type(dst) is np.ndarray:
-                record = dst if isinstance(dst, tuple) else _fanout(entry)
-                metrics.received_bulk += np.bincount(record.dst, minlength=self.num_nodes)
+            if type(dst) is list:
+                for d in dst:
+                    received[d] += 1
+            elif isinstance(dst, tuple):
+                metrics.received_bulk += np.bincount(dst.dst, minlength=self.num_nodes)
             else:
                 received[dst] += 1
             group = grouped.get(kind)
@@ -738,7 +766,7 @@ class Network:
         kept = []
         for entry in batch:
             dst = entry[4]
-            if isinstance(dst, tuple) or type(dst) is np.ndarray:
+            if isinstance(dst, tuple) or type(dst) is list:
                 record = dst if isinstance(dst, tuple) else _fanout(entry)
                 alive = up[record.dst]
                 if alive.all():
@@ -777,8 +805,8 @@ class _FanoutRecord(Multicast):
 
 
 def _fanout(entry: tuple) -> Multicast:
-    """A multicast heap entry (one payload, destinations as an array) as a :class:`Multicast`."""
-    dst = entry[4]
+    """A multicast heap entry (one payload, destinations in a list) as a :class:`Multicast`."""
+    dst = np.array(entry[4], dtype=np.int64)
     n = len(dst)
     return tuple.__new__(_FanoutRecord, (entry[2], np.full(n, entry[3], dtype=np.int64), dst, np.zeros(n, np.int64),
                                          np.full(n, entry[7], dtype=np.int64), entry[5], entry[6], entry[0]))
@@ -792,10 +820,11 @@ def _subset(record: Multicast, mask: np.ndarray) -> Multicast:
 def _messages(entry: tuple) -> list[Message]:
     """Every message of a heap entry, one by one."""
     dst = entry[4]
+    if type(dst) is list:
+        kind, src, payload, sent, due, size = entry[2], entry[3], entry[5], entry[6], entry[0], entry[7]
+        return [_new(Message, (kind, src, d, payload, sent, due, size)) for d in dst]
     if isinstance(dst, tuple):
         return dst.messages()
-    if type(dst) is np.ndarray:
-        return _fanout(entry).messages()
     return [_new(Message, (entry[2], entry[3], dst, entry[5], entry[6], entry[0], entry[7]))]
 
 
@@ -808,9 +837,10 @@ def _record(entry: tuple) -> Multicast | Message:
     dst = entry[4]
     if isinstance(dst, tuple):
         return dst
-    if type(dst) is np.ndarray:
+    if type(dst) is list:
         payload = entry[5]
         if isinstance(payload, np.ndarray) and len(payload) == entry[7]:
+            dst = np.array(dst, dtype=np.int64)
             n = len(dst)
             return Multicast(entry[2], np.full(n, entry[3], dtype=np.int64), dst, np.zeros(n, np.int64),
                              np.full(n, entry[7], dtype=np.int64), payload, entry[6], entry[0])
@@ -827,6 +857,6 @@ def _first_dst(entry: tuple) -> int:
     dst = entry[4]
     if isinstance(dst, tuple):
         return int(dst.dst[0])
-    if type(dst) is np.ndarray:
-        return int(dst[0])
+    if type(dst) is list:
+        return dst[0]
     return dst
