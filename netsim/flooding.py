@@ -18,9 +18,11 @@ Records
 Batching
     :meth:`Flooding.flush` sends, over every link (u, v), ONE engine message whose payload is
     the array of all records u forwards this trial and whose ``size`` is their number
-    (``records`` in the engine counters). Nothing is a Python object per record per hop: the
-    receive side concatenates every payload delivered at one instant (``subscribe_batch``)
-    and works on whole arrays.
+    (``records`` in the engine counters). The whole flush is one engine call
+    (:meth:`netsim.network.Network.broadcast_chunks`: every sender's rows of one array, its
+    agent neighbours as destinations), and with constant link delays one heap entry. Nothing is
+    a Python object per record or per link: the receive side gets the delivered messages as
+    :class:`~netsim.network.Multicast` arrays (``subscribe_records``) and works on whole arrays.
 
 Timing (paper mode: unit link delays, one protocol tick per trial)
     The protocol calls :meth:`publish` then :meth:`flush` in its tick at time t. A record sent
@@ -38,17 +40,34 @@ Life
 
 Duplicates
     A node forwards (and reports to the protocol) a given ``(origin, seq)`` at most once. The
-    per-(receiver, origin) memory is an anti-replay window (as in IPsec): the highest ``seq``
-    seen and a 64-bit mask of which of the 64 preceding ``seq`` were seen. A record more than
-    63 publications older than the newest one already seen from its origin is dropped as
-    stale. With unit delays and one publication per trial this never happens while
-    gamma < 64 (every copy of a record arrives within gamma trials of its creation), so the
-    rule is exact there; records that come back to their own origin are dropped too.
+    per-(receiver, origin) memory is an anti-replay window (as in IPsec, and as
+    :class:`netsim.sequencing.ReplayWindow`): the highest ``seq`` seen and a 64-bit mask of which
+    of the 64 preceding ``seq`` were seen. A record more than 63 publications older than the
+    newest one already seen from its origin is dropped as stale. With unit delays and one
+    publication per trial this never happens while gamma < 64 (every copy of a record arrives
+    within gamma trials of its creation), so the rule is exact there; records that come back to
+    their own origin are dropped too. A duplicated or reordered engine message is therefore
+    harmless: its records are the records already seen, or stale.
+
+    Memory is linear in the pairs that can talk: a record travels at most gamma hops, so only
+    the pairs (receiver, origin) at distance <= gamma have a window (the gamma-ball of every
+    agent, computed once with sparse products of the adjacency matrix, stored as a CSR
+    array). A batch of n record copies is checked in O(n log n) (one sort), at any M.
+
+Crashes and restarts
+    :meth:`Flooding.forget` is what a node that lost its state (crash with ``state = "lost"``)
+    does: it forgets which records it has seen and its latest-record table, and starts a new
+    *incarnation* of its own sequence numbers (``seq`` continues above ``2**32`` times the
+    incarnation count, as :class:`netsim.sequencing.Sequencer` does), so that what it publishes
+    afresh is never taken for a duplicate of its earlier life. Messages to and from a crashed
+    node are dropped by the engine.
 
 Latest message per origin
-    With ``latest=True`` the module keeps, for every receiver m and origin m', the newest
-    record (highest ``seq``) m has received from m' (``latest_seq[m, m']``, -1 if none, and the
-    value columns in ``latest_values[m, m']``), the table Alg. 1 (ISLATESTMESSAGE) reads.
+    With ``latest=True`` the module keeps, for every receiver m and origin m' within gamma hops,
+    the newest record (highest ``seq``) m has received from m', the table Alg. 1
+    (ISLATESTMESSAGE) reads; a reordered older record never overwrites a newer one. It is stored
+    per pair of the gamma-balls; ``latest_seq[m, m']`` (-1 if none), ``latest_values[name][m, m']``
+    and ``latest_created`` are dense (M, M) views built on demand (for tests and small M).
     ``on_receive(dst, records)`` is called with every new (non-duplicate) record delivered at an
     instant, ``dst[i]`` being the receiver of ``records[i]``, after the table is updated;
     ``on_latest(dst, origin, previous, records)`` with the table entries that changed.
@@ -68,8 +87,8 @@ if TYPE_CHECKING:
 
 HEADER = [("origin", "i4"), ("seq", "i8"), ("created", "f8"), ("life", "i4")]
 WINDOW = 64
+INCARNATION = 1 << 32
 _ONE = np.uint64(1)
-_NONE = np.iinfo(np.int64).max
 
 ReceiveCallback = Callable[[np.ndarray, np.ndarray], None]
 LatestCallback = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
@@ -87,6 +106,24 @@ def record_dtype(value_dtype: Sequence[tuple] | np.dtype) -> np.dtype:
     if clash:
         raise ValueError(f"value columns {sorted(clash)} clash with the record header; accepted: other names")
     return np.dtype(HEADER + [(name, values.fields[name][0]) for name in values.names or ()])
+
+
+def balls(ptr: np.ndarray, dst: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR ``(indptr, indices)`` of the balls of ``radius`` hops around every node (itself included).
+
+    ``ptr``/``dst`` is the graph's adjacency in CSR form. Computed as the sparsity pattern of
+    (A + I)^radius, one sparse product per hop; indices are sorted within each row.
+    """
+    from scipy import sparse
+
+    n = len(ptr) - 1
+    step = sparse.csr_matrix((np.ones(len(dst), dtype=np.int8), dst, ptr), shape=(n, n)) + sparse.identity(
+        n, dtype=np.int8, format="csr")
+    ball = sparse.identity(n, dtype=np.int8, format="csr")
+    for _ in range(radius):
+        ball = (ball @ step).astype(bool).astype(np.int8)
+    ball.sort_indices()
+    return ball.indptr.astype(np.int64), ball.indices.astype(np.int64)
 
 
 class Flooding:
@@ -109,13 +146,15 @@ class Flooding:
     on_latest:
         Optional ``callback(dst, origin, previous, records)`` called when entries of the latest
         table change: ``previous[column][i]`` holds the value that ``records[column][i]`` replaces
-        in entry ``(dst[i], origin[i])`` (zero where there was none). Lets a protocol keep running
-        aggregates over the table instead of re-reading it.
+        in entry ``(dst[i], origin[i])`` (zero where there was none); both are dicts of contiguous
+        column arrays. Lets a protocol keep running aggregates over the table instead of
+        re-reading it.
     deferred:
-        Queue deliveries and handle them together at the next :meth:`process` or :meth:`flush`
-        (which calls it first). For protocols that read only in their ticks: with sampled
-        delays nearly every message has its own delivery instant, and this turns thousands of
-        small batches per trial into one. Callbacks then run at that call, not at delivery.
+        Let the engine hold deliveries (``subscribe_deferred``) and handle them together at the
+        next :meth:`process` or :meth:`flush` (which calls it first). For protocols that read
+        only in their ticks: with sampled delays nearly every message has its own delivery
+        instant, and this turns thousands of small batches per trial into one. Callbacks then run
+        at that call, not at delivery.
     relay:
         ``"flush"`` (default): received records are forwarded at the next :meth:`flush`;
         ``"on_receipt"``: they are forwarded right after their delivery instant.
@@ -131,7 +170,7 @@ class Flooding:
         if deferred and relay == "on_receipt":
             raise ValueError("deferred handling forwards at the next flush; accepted: relay = 'flush'")
         self.sim = sim
-        self.network = sim.network
+        self.network = network = sim.network
         self.kind = kind
         self.gamma = int(gamma)
         self.dtype = record_dtype(value_dtype)
@@ -140,34 +179,55 @@ class Flooding:
         self.on_latest = on_latest
         self.relay = relay
         self.deferred = deferred
-        self._inbox: list = []
         m = sim.num_agents
         self.num_agents = m
-        self._neighbors = [self.network.agent_neighbors(a) for a in range(m)]
         self._seq = np.zeros(m, dtype=np.int64)
-        self._high = np.full(m * m, -1, dtype=np.int64)  # anti-replay window: newest seq per (dst, origin)
-        self._mask = np.zeros(m * m, dtype=np.uint64)     # bit j: seq (high - j) seen
-        self._outbox: list[np.ndarray] = []                # record arrays, column "_from" kept aside
+        # the pairs (receiver, origin) that can ever talk: origin within gamma hops of the receiver
+        self._ball_ptr, self._ball_origin = balls(network.agent_ptr, network.agent_dst, self.gamma)
+        pairs = len(self._ball_origin)
+        self._pair_key = np.repeat(np.arange(m, dtype=np.int64), np.diff(self._ball_ptr)) * m + self._ball_origin
+        self._high = np.full(pairs, -1, dtype=np.int64)   # anti-replay window: newest seq per pair
+        self._mask = np.zeros(pairs, dtype=np.uint64)      # bit j: seq (high - j) seen
+        self._outbox: list[np.ndarray] = []
         self._outbox_from: list[np.ndarray] = []
         self.keep_latest = latest
-        self._calls = 0
-        # scratch table for in-batch duplicate detection (at most 2^22 entries = 32 MB, else sorting is used)
-        self._scratch = np.full(m * m * WINDOW, _NONE, dtype=np.int64) if m * m * WINDOW <= 1 << 22 else None
         if latest:
-            self.latest_seq = np.full((m, m), -1, dtype=np.int64)
             values = np.dtype(value_dtype)
-            # one contiguous array per value column, shape (receivers, origins, *column shape)
-            self.latest_values = {name: np.zeros((m, m) + values.fields[name][0].shape,
-                                                 dtype=values.fields[name][0].base) for name in self.value_names}
-            self._latest_flat = {name: a.reshape((m * m,) + a.shape[2:]) for name, a in self.latest_values.items()}
-            self._best = np.full(m * m, -1, dtype=np.int64)
-            self.latest_created = np.full((m, m), np.nan)
+            self._latest_seq = np.full(pairs, -1, dtype=np.int64)
+            self._latest_created = np.full(pairs, np.nan)
+            self._latest = {name: np.zeros((pairs,) + values.fields[name][0].shape, dtype=values.fields[name][0].base)
+                            for name in self.value_names}
         # counters (records, not engine messages)
         self.published = 0
         self.records_forwarded = 0   # record-hops: sum of payload sizes sent
         self.records_received = 0    # record-hops delivered (duplicates included)
         self.duplicates = 0          # delivered records dropped as already seen (or stale)
-        self.network.subscribe_batch(kind, self._receive)
+        if deferred:
+            network.subscribe_deferred(kind)
+        else:
+            network.subscribe_records(kind, self._process)
+
+    # ------------------------------------------------------------------ dense views
+    def _dense(self, values: np.ndarray, fill: Any) -> np.ndarray:
+        m = self.num_agents
+        out = np.full((m * m,) + values.shape[1:], fill, dtype=values.dtype)
+        out[self._pair_key] = values
+        return out.reshape((m, m) + values.shape[1:])
+
+    @property
+    def latest_seq(self) -> np.ndarray:
+        """(M, M) newest ``seq`` received by m from m' (-1: none); a dense copy."""
+        return self._dense(self._latest_seq, -1)
+
+    @property
+    def latest_created(self) -> np.ndarray:
+        """(M, M) creation time of that record (nan: none); a dense copy."""
+        return self._dense(self._latest_created, np.nan)
+
+    @property
+    def latest_values(self) -> dict[str, np.ndarray]:
+        """Value columns of the latest records, each (M, M, *shape) (zero: none); dense copies."""
+        return {name: self._dense(values, 0) for name, values in self._latest.items()}
 
     # ------------------------------------------------------------------ sources
     def records(self, agents: np.ndarray, values: Mapping[str, Any] | np.ndarray | None = None) -> np.ndarray:
@@ -199,6 +259,30 @@ class Flooding:
             self._queue(agents, rec)
         return rec
 
+    def forget(self, agents: np.ndarray) -> None:
+        """``agents`` lost their state (crash with ``state = "lost"``): see "Crashes and restarts" above."""
+        for a in np.asarray(agents, dtype=np.int64).tolist():
+            lo, hi = self._ball_ptr[a], self._ball_ptr[a + 1]
+            self._high[lo:hi] = -1
+            self._mask[lo:hi] = 0
+            if self.keep_latest:
+                previous = {name: values[lo:hi].copy() for name, values in self._latest.items()}
+                had = self._latest_seq[lo:hi] >= 0
+                self._latest_seq[lo:hi] = -1
+                self._latest_created[lo:hi] = np.nan
+                for values in self._latest.values():
+                    values[lo:hi] = 0
+                if self.on_latest is not None and had.any():
+                    cleared = {name: np.zeros_like(v[had]) for name, v in previous.items()}
+                    self.on_latest(np.full(int(had.sum()), a), self._ball_origin[lo:hi][had],
+                                   {name: v[had] for name, v in previous.items()}, cleared)
+            self._seq[a] = (self._seq[a] // INCARNATION + 1) * INCARNATION
+        if len(self._outbox_from):  # what they had queued for forwarding is gone too
+            gone = np.asarray(agents, dtype=np.int64)
+            for i, senders in enumerate(self._outbox_from):
+                keep = ~np.isin(senders, gone)
+                self._outbox_from[i], self._outbox[i] = senders[keep], take(self._outbox[i], np.flatnonzero(keep))
+
     def _queue(self, senders: np.ndarray, records: np.ndarray) -> None:
         self._outbox.append(records)
         self._outbox_from.append(senders)
@@ -216,68 +300,68 @@ class Flooding:
         senders = np.concatenate(self._outbox_from) if len(self._outbox_from) > 1 else self._outbox_from[0]
         self._outbox.clear()
         self._outbox_from.clear()
+        if not len(senders):
+            return 0
         order = np.argsort(senders, kind="stable")
         records = take(records, order)
         senders = senders[order]
         records["life"] -= 1  # the hop about to be made
-        bounds = np.flatnonzero(np.diff(senders)) + 1
-        starts = np.concatenate(([0], bounds))
-        ends = np.concatenate((bounds, [len(senders)]))
-        send_many = self.network.send_many
-        kind = self.kind
-        sent = 0
-        for a, b, src in zip(starts.tolist(), ends.tolist(), senders[starts].tolist(), strict=False):
-            neighbors = self._neighbors[src]
-            self._calls = 0  # corruptor calls for this chunk (see corruptor)
-            send_many(src, neighbors, kind, records[a:b], size=b - a)
-            sent += len(neighbors)
-            self.records_forwarded += (b - a) * len(neighbors)
-        return sent
+        cut = np.flatnonzero(np.diff(senders)) + 1
+        bounds = np.concatenate(([0], cut, [len(senders)]))
+        who = senders[bounds[:-1]]
+        ptr = self.network.agent_ptr
+        self.records_forwarded += int((np.diff(bounds) * (ptr[who + 1] - ptr[who])).sum())
+        return self.network.broadcast_chunks(self.kind, who, bounds, records)
 
     # ------------------------------------------------------------------ receiving
-    def _receive(self, messages: list) -> None:
-        if self.deferred:
-            self._inbox.extend(messages)
-        else:
-            self._process(messages)
-
     def process(self) -> None:
-        """Handle the deliveries queued since the last call (``deferred=True``); a no-op otherwise."""
-        if self._inbox:
-            messages, self._inbox = self._inbox, []
-            self._process(messages)
+        """Handle the deliveries held by the engine since the last call (``deferred=True``); else a no-op."""
+        if self.deferred:
+            held = self.network.collect(self.kind)
+            if held:
+                self._process(held)
 
-    def _process(self, messages: list) -> None:
-        # Messages of one flush share their payload (every link of a sender carries the same chunk),
-        # so the distinct payloads are joined once and each message becomes a range of row indices.
-        # (Joining raw bytes is also ~50x faster than np.concatenate on structured arrays.)
+    def _process(self, items: list) -> None:
+        """Handle delivered messages (:class:`~netsim.network.Multicast` arrays or single Messages)."""
+        # Messages of one flush share their payload array, so the distinct payloads are joined once
+        # and each message becomes a range of row indices. (Joining raw bytes is also ~50x faster
+        # than np.concatenate on structured arrays.)
         slot: dict[int, int] = {}
         chunks: list[np.ndarray] = []
-        which = []
-        for msg in messages:
-            payload = msg.payload
+        which, dsts, starts, stops = [], [], [], []
+        for item in items:
+            if hasattr(item, "start"):  # a Multicast
+                payload, start, stop, dst = item.payload, item.start, item.stop, item.dst
+            else:
+                payload, dst = item.payload, np.array([item.dst], dtype=np.int64)
+                start, stop = np.zeros(1, np.int64), np.array([len(payload)], dtype=np.int64)
             j = slot.get(id(payload))
             if j is None:
                 j = slot[id(payload)] = len(chunks)
                 chunks.append(payload)
-            which.append(j)
+            which.append(np.full(len(dst), j, dtype=np.int64))
+            dsts.append(dst)
+            starts.append(start)
+            stops.append(stop)
         base = np.frombuffer(b"".join([c.tobytes() for c in chunks]), dtype=self.dtype)
         lengths = np.array([len(c) for c in chunks], dtype=np.int64)
-        which = np.array(which, dtype=np.int64)
-        sizes = lengths[which]
+        offset = np.cumsum(lengths) - lengths
+        which = np.concatenate(which)
+        start = np.concatenate(starts) + offset[which]
+        sizes = np.concatenate(stops) - np.concatenate(starts)
         total = int(sizes.sum())
-        starts = np.cumsum(lengths) - lengths
         copy_start = np.cumsum(sizes) - sizes
-        row = np.repeat(starts[which] - copy_start, sizes) + np.arange(total)   # row of base for every copy
-        dst = np.repeat(np.array([msg.dst for msg in messages], dtype=np.int64), sizes)
+        row = np.repeat(start - copy_start, sizes) + np.arange(total)   # row of base for every copy
+        dst = np.repeat(np.concatenate(dsts), sizes)
         self.records_received += total
-        keep = self._fresh_keys(dst, base["origin"][row].astype(np.int64), base["seq"][row])
+        origin = base["origin"][row].astype(np.int64)
+        keep, pair = self._fresh_keys(dst, origin, base["seq"][row].astype(np.int64))
         self.duplicates += total - len(keep)
         if not len(keep):
             return
         dst, records = dst[keep], take(base, row[keep])
         if self.keep_latest:
-            self._update_latest(dst, records)
+            self._update_latest(dst, pair, records)
         if self.on_receive is not None:
             self.on_receive(dst, records)
         alive = np.flatnonzero(records["life"] >= 1)
@@ -288,35 +372,29 @@ class Flooding:
 
     def _fresh(self, dst: np.ndarray, records: np.ndarray) -> np.ndarray:
         """Indices (in arrival order) of the records not seen before by their receiver; updates the window."""
-        return self._fresh_keys(np.asarray(dst, dtype=np.int64), records["origin"].astype(np.int64), records["seq"])
+        return self._fresh_keys(np.asarray(dst, dtype=np.int64), records["origin"].astype(np.int64),
+                                records["seq"].astype(np.int64))[0]
 
-    def _first_copies(self, pair: np.ndarray, seq: np.ndarray) -> np.ndarray:
-        """Index of the first copy of each distinct (pair, seq) in this batch, in arrival order."""
-        n = len(pair)
-        table = self._scratch
-        if table is not None and n:
-            # seqs of one pair within a batch lie within a few publications: key them modulo WINDOW
-            key = pair * WINDOW + (seq & (WINDOW - 1))
-            index = np.arange(n)
-            table[key[::-1]] = index[::-1]        # in-order assignment: the first copy wins
-            rep = table[key]
-            table[key] = _NONE
-            if np.all(rep <= index) and np.array_equal(seq[rep], seq):  # verified: first copy, no collision
-                return np.flatnonzero(rep == index)
-        _, first = np.unique(pair * (1 << 32) + seq, return_index=True)
-        return np.sort(first)
+    def _pairs(self, dst: np.ndarray, origin: np.ndarray) -> np.ndarray:
+        """Index of the pair (dst, origin) in the gamma-ball arrays (every pair that can talk has one)."""
+        key = dst * self.num_agents + origin
+        pair = np.searchsorted(self._pair_key, key)
+        if len(pair) and (pair.max() >= len(self._pair_key) or np.any(self._pair_key[pair] != key)):
+            raise ProtocolError(f"flooding {self.kind!r}: a record reached a node beyond gamma = {self.gamma} hops")
+        return pair
 
-    def _fresh_keys(self, dst: np.ndarray, origin: np.ndarray, seq: np.ndarray) -> np.ndarray:
-        m = self.num_agents
-        seq = seq.astype(np.int64)
-        pair = dst * m + origin
-        first = self._first_copies(pair, seq)
-        first = first[origin[first] != dst[first]]     # a record never comes back to its origin
-        if not len(first):
-            return first
-        p, s = pair[first], seq[first]
-        order = np.lexsort((s, p))
-        first, p, s = first[order], p[order], s[order]
+    def _fresh_keys(self, dst: np.ndarray, origin: np.ndarray, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(indices in arrival order of the first copies never seen before, their pair indices)."""
+        own = np.flatnonzero(origin != dst)             # a record never comes back to its origin
+        if not len(own):
+            return own, own
+        p = self._pairs(dst[own], origin[own])
+        s = seq[own]
+        order = np.lexsort((s, p))                      # stable: the first copy of each (pair, seq) leads
+        p, s, first = p[order], s[order], own[order]
+        lead = np.ones(len(p), dtype=bool)
+        lead[1:] = (p[1:] != p[:-1]) | (s[1:] != s[:-1])
+        p, s, first = p[lead], s[lead], first[lead]
         high = self._high[p]
         offset = high - s
         seen = (offset >= 0) & ((offset >= WINDOW) | (
@@ -327,83 +405,64 @@ class Flooding:
         old = self._high[up]
         new = np.maximum(old, top)
         shift = new - old
-        mask = self._mask[up]
-        shifted = mask << np.minimum(shift, WINDOW - 1).astype(np.uint64)
+        shifted = self._mask[up] << np.minimum(shift, WINDOW - 1).astype(np.uint64)
         self._mask[up] = np.where(shift >= WINDOW, np.uint64(0), shifted)
         self._high[up] = new
         fresh = ~seen
         bit = self._high[p] - s
         setting = fresh & (bit < WINDOW)
         np.bitwise_or.at(self._mask, p[setting], _ONE << bit[setting].astype(np.uint64))
-        return np.sort(first[fresh])
+        order = np.argsort(first[fresh], kind="stable")
+        return first[fresh][order], p[fresh][order]
 
-    def _update_latest(self, dst: np.ndarray, records: np.ndarray) -> None:
-        if not len(records):
-            return
+    def _update_latest(self, dst: np.ndarray, pair: np.ndarray, records: np.ndarray) -> None:
+        """Keep the newest record per pair; older (reordered) records never overwrite newer ones."""
         seq = records["seq"].astype(np.int64)
-        flat = dst * self.num_agents + records["origin"].astype(np.int64)
-        best = self._best
-        np.maximum.at(best, flat, seq)                 # newest seq per (receiver, origin) in this batch
-        newest = seq == best[flat]                     # (flat, seq) are distinct among new records
-        best[flat] = -1
-        latest_seq = self.latest_seq.reshape(-1)
-        idx = np.flatnonzero(newest & (seq > latest_seq[flat]))
-        if not len(idx):
+        order = np.lexsort((seq, pair))
+        last = order[np.append(pair[order][1:] != pair[order][:-1], True)]  # newest record of each pair
+        last = last[seq[last] > self._latest_seq[pair[last]]]
+        if not len(last):
             return
-        f = flat[idx]
-        table = self._latest_flat
+        last = np.sort(last)
+        f = pair[last]
+        table = self._latest
         previous = {name: table[name][f] for name in self.value_names} if self.on_latest is not None else None
-        latest_seq[f] = seq[idx]
-        self.latest_created.reshape(-1)[f] = records["created"][idx]
-        chosen = take(records, idx)
+        self._latest_seq[f] = seq[last]
+        self._latest_created[f] = records["created"][last]
+        current = {}
         for name in self.value_names:
-            table[name][f] = chosen[name]
+            current[name] = records[name][last]  # contiguous copies of the record columns
+            table[name][f] = current[name]
         if self.on_latest is not None:
-            m = self.num_agents
-            self.on_latest(f // m, f % m, previous, chosen)
+            self.on_latest(dst[last], self._ball_origin[f], previous, current)
 
     # ------------------------------------------------------------------ byzantine reports
     def corruptor(self, column: str, *, records_corrupted: Callable[[int], None] | None = None) -> Callable[..., tuple]:
         """A corruption rule for ``network.corruptible(kind, ...)`` that rewrites the value ``column``.
 
         Each record the sender created (``origin == sender``), and with ``relay`` also each record
-        it relays, is replaced with probability ``probability`` by a draw of ``q``. The decision is
-        taken once per forwarding: the engine calls the rule once per link, and every link of
-        the same flush (same payload object, same sender) gets the same corrupted copy, so a
-        corrupted message is the same for all receivers (corruption at the source, Sec. 4).
-        The engine's in-transit ``link_corruption`` (its second call within one send) is drawn
-        independently on every link.
-        ``records_corrupted(n)`` is told how many records each forwarding corrupted.
+        it relays, is replaced with probability ``probability`` by a draw of ``q``. The engine
+        calls the rule once per forwarding for a byzantine sender, so every link of the same flush
+        gets the same corrupted copy (corruption at the source, Sec. 4), and once per link for its
+        in-transit ``link_corruption``. ``records_corrupted(n)`` is told how many records each call
+        corrupted.
         """
         if column not in self.value_names:
             raise ValueError(f"column {column!r}; accepted: {', '.join(self.value_names)}")
-        cache: dict[str, Any] = {"payload": None, "period": 1}
 
         def corrupt(payload: np.ndarray, *, sender: int, rng: np.random.Generator, probability: float,
                     q: Any, relay: bool) -> tuple[np.ndarray, int]:
-            # The engine calls the rule, for each link of a flushed chunk, first as the byzantine
-            # source (if the sender is byzantine) and then for link corruption (if enabled); a
-            # lost message gets neither call. So the calls of one chunk alternate source/link.
-            calls = self._calls
-            self._calls = calls + 1
-            if calls and cache["payload"] is payload and calls % cache["period"] == 0:
-                return cache["result"]  # a further link of the chunk already decided at the source
-            adv = self.network.adversary
-            period = 2 if adv.link_probability > 0.0 else 1
-            source = calls % period == 0 and sender in adv.byzantine and adv.probability > 0.0
             eligible = np.ones(len(payload), dtype=bool) if relay else payload["origin"] == sender
             hit = eligible & (rng.random(len(payload)) < probability)
             n = int(hit.sum())
-            out = payload
-            if n:
-                out = payload.copy()
-                shape = out[column].shape[1:]
-                draws = np.asarray(q.sample(rng, n * int(np.prod(shape, dtype=np.int64))), dtype=float)
-                out[column][hit] = draws.reshape((n,) + shape)
-                if records_corrupted is not None:
-                    records_corrupted(n)
-            if source:
-                cache.update(payload=payload, result=(out, n), period=period)
+            if not n:
+                return payload, 0
+            out = payload.copy()
+            shape = out[column].shape[1:]
+            draws = np.asarray(q.sample(rng, n * int(np.prod(shape, dtype=np.int64))), dtype=float)
+            out[column][hit] = draws.reshape((n,) + shape)
+            if records_corrupted is not None:
+                records_corrupted(n)
             return out, n
 
         return corrupt

@@ -539,19 +539,25 @@ class Network:
             if not len(src):
                 return total
         start, stop = bounds[:-1][chunk], bounds[1:][chunk]
+        hit = None
         if self.adversary is not None and kind in self._corruptors:
-            payload, start, stop = self._corrupt_chunks(kind, srcs, bounds, payload, src, chunk, start, stop, counts)
+            payload, start, stop, hit = self._corrupt_chunks(kind, srcs, bounds, payload, src, chunk, start, stop,
+                                                             counts)
         simple = (self._uniform_links and not self._overrides and self._delay.is_constant and
                   (faults is None or not faults.perturbs))
         if simple:
             due = now + self._delay.args["value"]
             record = Multicast(kind, src, dst, start, stop, payload, now, due)
+            if self.tracer and hit is not None:
+                for message in _subset(record, hit).messages():
+                    self.tracer("corrupt", message)
             self._push((due, next(self._sequence), kind, -1, record, payload, now, 0, len(src)))
             return total
         # sampled delays or message faults: one entry per link, through the single-message machinery
-        for s, d, a, b in zip(src.tolist(), dst.tolist(), start.tolist(), stop.tolist(), strict=True):
+        hits = hit.tolist() if hit is not None else [False] * len(src)
+        for s, d, a, b, h in zip(src.tolist(), dst.tolist(), start.tolist(), stop.tolist(), hits, strict=True):
             law, _ = self.link_law(s, d)
-            self._send_one(Message(kind, s, d, payload[a:b], now, now, b - a), law)
+            self._send_one(Message(kind, s, d, payload[a:b], now, now, b - a), law, corrupted=h)
         return total
 
     def _link_losses(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -561,8 +567,11 @@ class Network:
 
     def _corrupt_chunks(self, kind: str, srcs: np.ndarray, bounds: np.ndarray, payload: np.ndarray,
                         src: np.ndarray, chunk: np.ndarray, start: np.ndarray, stop: np.ndarray,
-                        counts: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Source corruption once per sender chunk; link corruption per link (new rows appended)."""
+                        counts: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Source corruption once per sender chunk; link corruption per link (new rows appended).
+
+        Returns the payload, the per-link row ranges and which links carry a corrupted copy.
+        """
         adv = self.adversary
         corrupt = self._corruptors[kind]
         rng = self._adversary_rng
@@ -596,7 +605,7 @@ class Network:
             if len(extra) > 1:
                 payload = np.concatenate(extra)
         counts.corrupted += int(hit.sum())
-        return payload, start, stop
+        return payload, start, stop, hit
 
     # ------------------------------------------------------------------ the delivery heap
     def _push(self, entry: tuple) -> None:
@@ -642,7 +651,8 @@ class Network:
         # fast path: a lone single message to a per-message handler, no tracer, crashes or node handlers
         plain = not self.tracer and not self._node_handlers and (self.faults is None or not self.faults.has_crashes)
         by_kind = self.metrics.messages
-        fast = {kind: (handler, by_kind.get(kind) or self.metrics.kind(kind)) for kind, handler in self._handlers.items()}
+        fast = {kind: (handler, by_kind.get(kind) or self.metrics.kind(kind))
+                for kind, handler in self._handlers.items()}
         received = self.metrics.received_by_node
         inf = math.inf
         size = -1

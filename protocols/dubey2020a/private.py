@@ -45,9 +45,11 @@ class PrivateMultiAgentUCB(Trials):
     def _latest_changed(self, dst, origin, previous, records) -> None:
         d_count = records["count"] - previous["count"]
         d_sum = records["count"] * records["mean"] - previous["count"] * previous["mean"]
-        for k in range(self.k):
-            self.heard_counts[:, k] += np.bincount(dst, weights=d_count[:, k], minlength=self.m)
-            self.heard_sums[:, k] += np.bincount(dst, weights=d_sum[:, k], minlength=self.m)
+        # one bincount over (receiver, arm) cells; each cell adds its terms in record order
+        cell = (dst[:, None] * self.k + np.arange(self.k)).ravel()
+        size = self.m * self.k
+        self.heard_counts += np.bincount(cell, weights=d_count.ravel(), minlength=size).reshape(self.m, self.k)
+        self.heard_sums += np.bincount(cell, weights=d_sum.ravel(), minlength=size).reshape(self.m, self.k)
 
     def estimates(self) -> tuple[np.ndarray, np.ndarray]:
         """Group means and counts of Alg. 1 lines 22-33 (running sums over the latest-message table)."""
