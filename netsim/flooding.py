@@ -300,6 +300,11 @@ class Flooding:
         senders = np.concatenate(self._outbox_from) if len(self._outbox_from) > 1 else self._outbox_from[0]
         self._outbox.clear()
         self._outbox_from.clear()
+        faults = self.sim.faults
+        if faults.has_crashes:  # a crashed node forwards nothing: what it had queued is lost with it
+            up = faults.up[senders]
+            if not up.all():
+                senders, records = senders[up], take(records, np.flatnonzero(up))
         if not len(senders):
             return 0
         order = np.argsort(senders, kind="stable")

@@ -23,13 +23,25 @@ import threading
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from netsim.scenario import Scenario
 from netsim.sim import TrialResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    class _Pandas:
+        """pandas (~0.4 CPU s to import), loaded when a table is first built rather than when netsim starts."""
+
+        def __getattr__(self, name: str) -> Any:
+            import pandas
+
+            return getattr(pandas, name)
+
+    pd = _Pandas()
 
 TRIAL_COLUMNS = [
     "scenario", "protocol", "trial", "seed", "agents", "horizon", "end_time", "group_regret",

@@ -102,6 +102,8 @@ class Simulation:
         self.bandit = bandits.get(scenario.bandit["kind"], key="bandit.kind")(
             scenario.bandit, self.num_agents, self.streams
         )
+        if self.faults.has_crashes:
+            self._guard_pulls()
         self.nodes = [Node(self, i) for i in range(self.network.num_nodes)]
         self.agents = self.nodes[: self.num_agents]
         self.servers = self.nodes[self.num_agents:]
@@ -113,6 +115,25 @@ class Simulation:
         self._failure = ""
         self._series: dict[str, list[float]] = {"time": [], "group_regret": [], "mean_agent_regret": [],
                                                "comm_cost": []}
+
+    def _guard_pulls(self) -> None:
+        """Make a pull for a crashed agent a :class:`ProtocolError` (scenarios with crashes only).
+
+        The check wraps this trial's ``bandit.pull_many`` (``pull`` goes through it), so a scenario
+        without crashes pays nothing.
+        """
+        bandit, up = self.bandit, self.faults.up
+        pull_many = bandit.pull_many
+
+        def guarded(agents, arms, n=1):
+            agents = np.asarray(agents, dtype=np.int64)
+            if len(agents) and not up[agents].all():
+                down = sorted(set(agents[~up[agents]].tolist()))
+                raise ProtocolError(f"protocol {self.scenario.protocol['name']!r} pulled for crashed agent(s) "
+                                    f"{down[:5]} at t = {self.env.now:g}; a crashed node pulls nothing")
+            return pull_many(agents, arms, n)
+
+        bandit.pull_many = guarded
 
     # ------------------------------------------------------------------ engine API
     @property

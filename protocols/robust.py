@@ -165,6 +165,11 @@ class SampleHistogram:
         np.add.at(self._counts, (half, rows, codes[inverse]), 1)
         self.sizes += np.bincount(rows, minlength=self.rows)
 
+    def clear(self, rows: np.ndarray) -> None:
+        """Forget every sample of ``rows`` (a learner that lost its state)."""
+        self._counts[:, rows, :] = 0
+        self.sizes[rows] = 0
+
     def histogram(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(sorted values, X counts (rows, V), Y counts (rows, V))."""
         order = np.argsort(self._values)

@@ -47,7 +47,8 @@ class Pinger(Protocol):
 
     def tick(self, now, agent):
         self.ticks.append((now, agent))
-        self.sim.bandit.pull(agent, 0)
+        if self.sim.faults.is_up(agent):  # a crashed agent pulls nothing (the engine enforces it)
+            self.sim.bandit.pull(agent, 0)
         self.sim.network.broadcast(agent, "PING")
 
 
@@ -298,3 +299,12 @@ def test_reliability_table_covers_every_protocol():
     base = {"group_regret": 1.0, "comm_cost": 0.0, "end_time": 100.0}
     assert cell("ddp-mab", "crash (kept)", base, 1, 100.0, 10.0)["outcome"] == "rejected"
     assert set(FAULTS) == {"link down", "crash (kept)", "crash (lost)", "duplication", "reorder"}
+
+
+def test_pulling_for_a_crashed_agent_is_a_protocol_error():
+    sc = pinger({"crashes": [{"node": 1, "start": 2.5, "end": 5.0}]}, mode="global")
+    sim = Simulation(sc, trial_sequence(sc.run["seed"], 0))
+    sim.protocol.tick = lambda now, agent: sim.bandit.pull(agent, 0)  # ignores crashes
+    from netsim.errors import ProtocolError
+    with pytest.raises(ProtocolError, match=r"crashed agent\(s\) \[1\] at t = 3"):
+        sim.run()

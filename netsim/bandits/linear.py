@@ -30,7 +30,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from netsim import params as P
 from netsim.bandits.base import BanditEnvironment
@@ -154,6 +153,8 @@ class LinearBandit(BanditEnvironment):
         mean = self._values[agents, arms]
         if self.options["noise"] == "bernoulli":
             return (u < np.clip(mean, 0.0, 1.0)).astype(float)
+        from scipy import special  # imported on first use (start-up time)
+
         return mean + self.options["sigma"] * special.ndtri(u)
 
     def summary(self) -> dict[str, Any]:

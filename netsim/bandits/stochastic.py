@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
 
 from netsim import params as P
 from netsim.bandits.base import BanditEnvironment
@@ -37,12 +36,16 @@ def bernoulli_sums(mu: np.ndarray, n: np.ndarray, u: np.ndarray) -> np.ndarray:
     out = (u < mu).astype(float) * (n > 0)
     many = n > 1
     if np.any(many):
+        from scipy import stats  # imported on first use: scipy.stats costs ~0.5 s of start-up
+
         out[many] = stats.binom.ppf(u[many], n[many], mu[many])
     return out
 
 
 def gaussian_sums(mu: np.ndarray, sigma: float, n: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Sum of n Normal(mu, sigma^2) rewards at quantile u: exactly Normal(n mu, n sigma^2)."""
+    from scipy import special
+
     return n * mu + sigma * np.sqrt(n) * special.ndtri(u)
 
 

@@ -57,10 +57,17 @@ class ByzantineProofMultiAgentUCB(Trials):
             means = self.samples.trimmed_means(self.params["epsilon"], 1.0 / t**2).reshape(self.m, self.k)
             sizes = self.samples.sizes.reshape(self.m, self.k)
             arms = byzantine_choice(means, sizes, t, epsilon=self.params["epsilon"], sigma=self.params["sigma"])
-        rewards = self.sim.bandit.pull_many(self.agents, arms)
-        self.samples.add(self.agents * self.k + arms, rewards)  # line 14
-        self.flood.publish(self.agents, {"arm": arms, "reward": rewards})  # line 16
+        active = self.active()
+        if len(active) < self.m:
+            arms = arms[active]
+        rewards = self.sim.bandit.pull_many(active, arms)
+        self.samples.add(active * self.k + arms, rewards)  # line 14
+        self.flood.publish(active, {"arm": arms, "reward": rewards})  # line 16
         self.flood.flush()
+
+    def reset(self, agents: np.ndarray) -> None:
+        self.samples.clear((agents[:, None] * self.k + np.arange(self.k)).ravel())
+        self.flood.forget(agents)
 
     def results(self) -> dict[str, float]:
         return {

@@ -7,7 +7,7 @@ import numpy as np
 
 from netsim.registry import register_protocol
 from protocols.dubey2020a.rules import epsilon_field, ucb_choice, v_field
-from protocols.dubey2020a.trials import Trials, own_update
+from protocols.dubey2020a.trials import Trials, forget_own, own_update
 from protocols.privacy.interval import IntervalMechanism
 
 
@@ -35,8 +35,14 @@ class IsolatedDPUCBInt(Trials):
 
     def step(self, t: int) -> None:
         arms = ucb_choice(self.released, self.counts, t, self.k * self.mechanism.interval)
-        rewards = self.sim.bandit.pull_many(self.agents, arms)
-        own_update(self, arms, rewards)
+        active = self.active()
+        if len(active) < self.m:
+            arms = arms[active]
+        rewards = self.sim.bandit.pull_many(active, arms)
+        own_update(self, arms, rewards, active)
+
+    def reset(self, agents: np.ndarray) -> None:
+        forget_own(self, agents)
 
     def results(self) -> dict[str, float]:
         return {"epsilon_spent": float(np.max(self.mechanism.spent(self.counts.astype(np.int64)))),

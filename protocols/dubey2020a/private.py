@@ -8,7 +8,7 @@ import numpy as np
 from netsim.flooding import Flooding
 from netsim.registry import register_protocol
 from protocols.dubey2020a.rules import epsilon_field, gamma_field, resolve_gamma, ucb_choice, v_field
-from protocols.dubey2020a.trials import Trials, own_update
+from protocols.dubey2020a.trials import Trials, forget_own, own_update
 from protocols.privacy.interval import IntervalMechanism
 
 
@@ -65,10 +65,20 @@ class PrivateMultiAgentUCB(Trials):
         else:
             means, counts = self.estimates()
             arms = ucb_choice(means, counts, t, round_robin)
-        rewards = self.sim.bandit.pull_many(self.agents, arms)
-        own_update(self, arms, rewards)
-        self.flood.publish(self.agents, {"mean": self.released, "count": self.counts})
+        active = self.active()
+        if len(active) < self.m:
+            arms = arms[active]
+        rewards = self.sim.bandit.pull_many(active, arms)
+        own_update(self, arms, rewards, active)
+        if len(active) < self.m:
+            self.flood.publish(active, {"mean": self.released[active], "count": self.counts[active]})
+        else:
+            self.flood.publish(active, {"mean": self.released, "count": self.counts})
         self.flood.flush()
+
+    def reset(self, agents: np.ndarray) -> None:
+        forget_own(self, agents)
+        self.flood.forget(agents)  # on_latest takes their heard records out of the running sums
 
     def results(self) -> dict[str, float]:
         return {

@@ -8,7 +8,6 @@ import math
 
 import networkx as nx
 import numpy as np
-from scipy.sparse import csgraph
 
 from netsim import params as P
 from protocols.ucb import ucb_index
@@ -25,6 +24,8 @@ def resolve_gamma(value: int | str, graph: nx.Graph) -> int:
     """The integer life of messages for ``value`` on ``graph`` (see module docstring)."""
     if isinstance(value, int):
         return value
+    from scipy.sparse import csgraph  # imported on first use (start-up time)
+
     distances = csgraph.shortest_path(nx.to_scipy_sparse_array(graph, nodelist=sorted(graph)), unweighted=True)
     finite = distances[np.isfinite(distances)]
     diameter = int(finite.max(initial=0))  # largest eccentricity within a component

@@ -1,5 +1,16 @@
 """The synchronous trial clock shared by the dubey2020a protocols, and the own-statistics update
 with interval-mechanism releases (Alg. 1 lines 3-12).
+
+Crashes (``[faults]``, see docs/protocols/dubey2020a.md "Faults"). Trial t is the t-th tick of
+the one global clock. A crashed agent takes no part in a trial: it chooses nothing, pulls
+nothing, publishes nothing, and the records it had queued for forwarding are lost (the engine
+drops what is sent to it). With ``state = "kept"`` it comes back with its statistics and its
+latest-message table as they were; with ``state = "lost"`` it rejoins as a fresh learner
+(:meth:`Trials.reset`): its own statistics are zeroed, it forgets every record it had heard
+(its running group estimates lose their contributions) and its LOCAL sequence numbers start a
+new incarnation, so its neighbours take its new records as news. The paper's algorithms have
+no recovery step from neighbours: each record carries only the sender's own statistics, so a
+lost agent relearns from its own pulls and from the records that reach it after the restart.
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ class Trials(Protocol):
 
     requires_connected = True
     bandit_kinds = ("bernoulli",)  # rewards in [0, 1]: sensitivity 1/n of a mean (Lemma 3.5)
+    crash_states = ("kept", "lost")
 
     @classmethod
     def check(cls, scenario) -> None:
@@ -28,11 +40,22 @@ class Trials(Protocol):
         self.agents = np.arange(self.m)
         self.t = 0
         self.setup()
+        self._up = sim.faults.up[: self.m] if sim.faults.has_crashes else None
+        if self._up is not None:
+            sim.faults.on_restart(self._restarted)
         sim.every(sim.clock_period, self._tick)
 
     def _tick(self, now: float) -> None:
         self.t += 1
         self.step(self.t)
+
+    def active(self) -> np.ndarray:
+        """The agents taking part in the current trial: all of them, less the crashed ones."""
+        return self.agents if self._up is None else self.agents[self._up]
+
+    def _restarted(self, node: int, state: str) -> None:
+        if node < self.m and state == "lost":
+            self.reset(np.array([node]))
 
     def setup(self) -> None:
         raise NotImplementedError
@@ -40,10 +63,17 @@ class Trials(Protocol):
     def step(self, t: int) -> None:
         raise NotImplementedError
 
+    def reset(self, agents: np.ndarray) -> None:
+        """``agents`` restart as fresh learners (crash with ``state = "lost"``)."""
+        raise NotImplementedError
 
-def own_update(proto, arms: np.ndarray, rewards: np.ndarray) -> None:
-    """Alg. 1 lines 3-12: update own sums and counts; release the pulled arm's mean at interval points."""
-    a = proto.agents
+
+def own_update(proto, arms: np.ndarray, rewards: np.ndarray, agents: np.ndarray | None = None) -> None:
+    """Alg. 1 lines 3-12: update own sums and counts; release the pulled arm's mean at interval points.
+
+    ``arms[i]`` and ``rewards[i]`` belong to ``agents[i]`` (default: every agent).
+    """
+    a = proto.agents if agents is None else agents
     proto.counts[a, arms] += 1
     proto.sums[a, arms] += rewards
     n = proto.counts[a, arms]
@@ -52,3 +82,10 @@ def own_update(proto, arms: np.ndarray, rewards: np.ndarray) -> None:
         who, arm = a[hit], arms[hit]
         proto.released[who, arm] = proto.mechanism.release(proto.sums[who, arm], proto.counts[who, arm], proto.rng)
         proto.releases += int(hit.sum())
+
+
+def forget_own(proto, agents: np.ndarray) -> None:
+    """Zero the own statistics of ``agents`` (counts, sums, released means): a fresh learner."""
+    proto.counts[agents] = 0
+    proto.sums[agents] = 0
+    proto.released[agents] = 0

@@ -31,6 +31,13 @@ Sec. 4.2 describes, with the decisions below (each pinned by a test in ``tests/t
   request for g for 2 gamma trials, the time its neighbourhood's replies need to come back
   (Sec. 4.2: "synchronized ... by the next 2 rounds they will be used again").
 * ``rounds`` counts synchronisation requests (one per flooded request).
+* Faults (docs/protocols/feducb.md, "Faults"): a crashed agent observes its contexts (the
+  environment draws them for everyone) but chooses, pulls, requests and replies nothing, and
+  what is sent to it is dropped. Duplicated and reordered records are handled by the LOCAL
+  layer (a record is taken once; the reply table keeps the newest ``seq`` per origin). With
+  ``state = "lost"`` a restarted agent is a fresh learner: its gamma estimators, its tree
+  privatizers, its reply table and its LOCAL memory start afresh (new incarnation), and it
+  relearns its group statistics from the replies to the next requests it hears.
 * Threshold D: the same modes as the centralized protocol with M = |N_i| replaced by the number
   of agents M in the formulas (``communication`` / ``threshold`` keys), T counted in trials.
 """
@@ -78,6 +85,7 @@ class DecentralizedFedUCB(Protocol):
     servers = 0
     requires_connected = True
     bandit_kinds = ("linear",)
+    crash_states = ("kept", "lost")
 
     @classmethod
     def check(cls, scenario: Any) -> None:
@@ -113,6 +121,7 @@ class DecentralizedFedUCB(Protocol):
         self.table_gram = np.zeros((M, M, gamma, d, d))
         self.table_vec = np.zeros((M, M, gamma, d))
         self.table_has = np.zeros((M, M, gamma), dtype=bool)
+        self.table_seq = np.full((M, M, gamma), -1, dtype=np.int64)  # seq of the reply held
         self.dirty = np.zeros((M, gamma), dtype=bool)
         self.pending_until = np.full((M, gamma), -np.inf)  # no new request for g before this time
         self.asked = np.full((M, gamma), -np.inf)        # newest request creation time heard
@@ -126,7 +135,33 @@ class DecentralizedFedUCB(Protocol):
         self.rep_flood = Flooding(sim, "feducb-p2p-reply", gamma,
                                   [("g", "i4"), ("gram", "f8", (d, d)), ("vec", "f8", (d,))],
                                   on_receive=self._on_reply, latest=False)
+        self._up = sim.faults.up[:M] if sim.faults.has_crashes else None
+        if self._up is not None:
+            sim.faults.on_restart(self._restarted)
         sim.every(sim.clock_period, self.step)
+
+    def _restarted(self, node: int, state: str) -> None:
+        """A crashed agent is back; with ``state = "lost"`` it starts as a fresh learner (module docstring)."""
+        if node >= self.M or state != "lost":
+            return
+        gamma, cal = self.gamma, self.cal
+        rows = node * gamma + np.arange(gamma)
+        group = self.beta_group[rows]
+        fresh = LinUCBState(gamma, self.d, s0=group * cal.rho_min, shift_w=group * (cal.rho_max - cal.rho_min))
+        for name in ("S", "s", "U", "u", "Q", "u_tilde", "v_inv", "logdet_s", "logdet_v", "w_inv", "logdet_w",
+                     "dt"):
+            getattr(self.state, name)[rows] = getattr(fresh, name)
+        self.privatizer.restart(rows)
+        self.table_has[node] = False
+        self.table_seq[node] = -1
+        self.table_gram[node] = 0.0
+        self.table_vec[node] = 0.0
+        self.dirty[node] = False
+        self.pending_until[node] = -np.inf
+        self.asked[node] = -np.inf
+        self.released_at[node] = -np.inf
+        self.req_flood.forget([node])
+        self.rep_flood.forget([node])
 
     # -- message handlers (run at delivery instants, before the tick) -------------
     def _on_request(self, dst: np.ndarray, records: np.ndarray) -> None:
@@ -139,6 +174,9 @@ class DecentralizedFedUCB(Protocol):
     def _store(self, dst, origin, g, seq, gram, vec) -> None:
         order = np.argsort(seq, kind="stable")  # newest last, so it wins
         for k in order:
+            if seq[k] <= self.table_seq[dst[k], origin[k], g[k]]:
+                continue  # a reordered older reply never overwrites a newer one
+            self.table_seq[dst[k], origin[k], g[k]] = seq[k]
             self.table_gram[dst[k], origin[k], g[k]] = gram[k]
             self.table_vec[dst[k], origin[k], g[k]] = vec[k]
             self.table_has[dst[k], origin[k], g[k]] = True
@@ -161,7 +199,10 @@ class DecentralizedFedUCB(Protocol):
 
     def _reply(self) -> None:
         """Agents that heard a request for g after their last release for g release and flood."""
-        agents, gs = np.nonzero(self.asked > self.released_at)
+        pending = self.asked > self.released_at
+        if self._up is not None:
+            pending &= self._up[:, None]  # a crashed agent answers nothing
+        agents, gs = np.nonzero(pending)
         if not len(agents):
             return
         now = self.sim.now
@@ -182,16 +223,19 @@ class DecentralizedFedUCB(Protocol):
         g = self.trial % self.gamma
         self.trial += 1
         state, bandit = self.state, self.sim.bandit
-        rows = self.everyone * self.gamma + g
         contexts = bandit.observe(self.everyone)
+        active = self.everyone if self._up is None else self.everyone[self._up]
+        if len(active) < self.M:
+            contexts = contexts[active]
+        rows = active * self.gamma + g
         beta = self.params["beta_scale"] * self.cal.beta(state.logdet_v[rows], self.beta_group[rows])
         arms = state.choose(contexts, beta, rows)
-        rewards = bandit.pull_many(self.everyone, arms)
-        state.update(contexts[self.everyone, arms], rewards, rows)
+        rewards = bandit.pull_many(active, arms)
+        state.update(contexts[np.arange(len(active)), arms], rewards, rows)
         state.dt[rows] += 1
         fire = sync_trigger(state.logdet_w[rows], state.logdet_s[rows], state.dt[rows], self.D)
-        fire &= now >= self.pending_until[:, g]
-        askers = np.flatnonzero(fire)
+        fire &= now >= self.pending_until[active, g]
+        askers = active[np.flatnonzero(fire)]
         if len(askers):
             self.pending_until[askers, g] = now + 2 * self.gamma
             self.req_flood.publish(askers, {"g": np.full(len(askers), g)})

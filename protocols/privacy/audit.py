@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
 
 from netsim.registry import audit_targets
 
@@ -115,6 +114,8 @@ def cp_lower(k: np.ndarray | int, n: int, level: float) -> np.ndarray:
     """One-sided Clopper-Pearson lower bound on p from k successes in n trials (P[p >= bound] >= level)."""
     k = np.asarray(k, dtype=float)
     with np.errstate(invalid="ignore"):
+        from scipy import stats  # imported on first use (start-up time)
+
         out = stats.beta.ppf(1.0 - level, k, n - k + 1.0)
     return np.where(k <= 0, 0.0, out)
 
@@ -123,6 +124,8 @@ def cp_upper(k: np.ndarray | int, n: int, level: float) -> np.ndarray:
     """One-sided Clopper-Pearson upper bound on p from k successes in n trials."""
     k = np.asarray(k, dtype=float)
     with np.errstate(invalid="ignore"):
+        from scipy import stats
+
         out = stats.beta.ppf(level, k + 1.0, n - k)
     return np.where(k >= n, 1.0, out)
 
@@ -254,6 +257,8 @@ def laplace_loss(y: np.ndarray, mean_d: np.ndarray | float, mean_n: np.ndarray |
 
 def gaussian_epsilon(mu: float, delta: float) -> float:
     """Exact eps(delta) of a Gaussian mechanism whose privacy loss is N(mu^2/2, mu^2) (Balle & Wang 2018)."""
+    from scipy import optimize, stats  # imported on first use (start-up time)
+
     def excess(eps: float) -> float:
         return stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2) - delta
     if excess(0.0) <= 0:

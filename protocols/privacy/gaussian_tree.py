@@ -288,6 +288,14 @@ class GaussianTreePrivatizer:
                 noisy += self._exact[level][rows] + self._noise[level][rows]
         return noisy
 
+    def restart(self, streams: np.ndarray) -> None:
+        """Start ``streams`` afresh (their owner lost its state): empty trees, next release is release 1."""
+        streams = np.asarray(streams, dtype=np.int64)
+        self.rounds[streams] = 0
+        for exact, noise in zip(self._exact, self._noise, strict=True):
+            exact[streams] = 0.0
+            noise[streams] = 0.0
+
     def noise_in_release(self, streams: np.ndarray | None = None) -> np.ndarray:
         """Total noise in the latest release of ``streams`` (for tests and audits)."""
         streams = np.arange(len(self.rngs)) if streams is None else np.asarray(streams, dtype=np.int64)

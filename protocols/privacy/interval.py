@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
 
 from protocols.privacy.mechanisms import laplace_noise
 
@@ -111,6 +110,8 @@ class IntervalMechanism:
         if not 0.0 < delta < 1.0:
             raise ValueError(f"delta = {delta!r}; accepted: a number in (0, 1)")
         eps, v = self.epsilon, self.v
+        from scipy import special  # imported on first use (start-up time)
+
         zeta = float(special.zeta(v, 1))
         first = eps * max(t, 0.0) ** (1.0 - v / 2.0) / (1.0 - v / 2.0)
         second = 2.0 * eps * zeta + math.sqrt(2.0 * eps * zeta * math.log(1.0 / delta))
