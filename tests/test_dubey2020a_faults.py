@@ -26,7 +26,8 @@ def scenario(protocol: str, faults: dict | None = None, *, horizon: int = 70, se
            "network": {"topology": "erdos_renyi", "agents": 10, "p": 0.35},
            "protocol": PROTOCOLS[protocol], "run": {"horizon": horizon, "seed": seed, "checkpoints": 7}}
     if protocol == "dubey2020a-byzantine":
-        doc["adversary"] = {"agents": [1, 6], "corruption": 0.2, "distribution": {"model": "uniform", "low": 0, "high": 1}}
+        doc["adversary"] = {"agents": [1, 6], "corruption": 0.2,
+                            "distribution": {"model": "uniform", "low": 0, "high": 1}}
     if faults:
         doc["faults"] = faults
     return S.from_dict(doc)
