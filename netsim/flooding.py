@@ -54,6 +54,21 @@ Duplicates
     agent, computed once with sparse products of the adjacency matrix, stored as a CSR
     array). A batch of n record copies is checked in O(n log n) (one sort), at any M.
 
+Synchronous hops (paper mode)
+    With ``synchronous=True`` and a paper-mode run (every agent link delays exactly one clock
+    period; no loss, faults, corruption or tracer), a record published at tick s reaches the
+    nodes at distance exactly h at tick s + h, first, and every other copy is a duplicate: the
+    outcome of the message-by-message protocol is fixed by the graph. The module then computes
+    it with sparse products instead of per-record copies: the rings D_h (pairs at distance
+    exactly h, from h products of the adjacency matrix) give each receiver's latest record per
+    origin (the origin's latest as of h ticks ago) and the ``sums`` over them
+    (sum_h D_h @ snapshot(t - h)); what each node forwards at a flush is its own new record plus
+    the origins at distance h < gamma that published h ticks ago. The engine still carries one
+    message per link and flush with ``size`` = the number of records forwarded (every counter,
+    link and message count is as on the message path; the rows' content is the model's). Tested
+    against the message path (``tests/test_dubey2020a_flooding.py``): same counters and tables,
+    sums equal up to floating-point summation order.
+
 Crashes and restarts
     :meth:`Flooding.forget` is what a node that lost its state (crash with ``state = "lost"``)
     does: it forgets which records it has seen and its latest-record table, and starts a new
@@ -158,11 +173,24 @@ class Flooding:
     relay:
         ``"flush"`` (default): received records are forwarded at the next :meth:`flush`;
         ``"on_receipt"``: they are forwarded right after their delivery instant.
+    sums:
+        Running sums over each receiver's latest table, ``{name: column}`` or
+        ``{name: (column_a, column_b)}`` (the product of two columns), kept in ``self.sums[name]``
+        (shape (M, *column shape)): sum over the origins m' a receiver holds a record from of that
+        record's value. Needs ``latest=True``.
+    synchronous:
+        The protocol promises one :meth:`flush` per clock tick at every tick (after its
+        :meth:`publish`) and reads only ``sums`` (no ``on_receive``/``on_latest``, ``deferred``).
+        When, in addition, every agent link has the same constant delay equal to the clock period
+        and there are no loss, faults, corruption or tracer (paper mode), the hops are computed
+        as sparse products instead of record by record (see "Synchronous hops" in the module
+        docstring); otherwise this flag changes nothing.
     """
 
     def __init__(self, sim: Simulation, kind: str, gamma: int, value_dtype: Sequence[tuple] | np.dtype, *,
                  on_receive: ReceiveCallback | None = None, latest: bool = True, relay: str = "flush",
-                 on_latest: LatestCallback | None = None, deferred: bool = False):
+                 on_latest: LatestCallback | None = None, deferred: bool = False,
+                 sums: Mapping[str, str | tuple[str, str]] | None = None, synchronous: bool = False):
         if int(gamma) != gamma or gamma < 0:
             raise ValueError(f"gamma = {gamma!r}; accepted: an integer >= 0")
         if relay not in ("flush", "on_receipt"):
@@ -172,6 +200,12 @@ class Flooding:
         self.sim = sim
         self.network = network = sim.network
         self.kind = kind
+        if sums and not latest:
+            raise ValueError("sums are taken over the latest table; accepted: latest = True")
+        self.sum_spec = {name: (spec,) if isinstance(spec, str) else tuple(spec) for name, spec in (sums or {}).items()}
+        self.synchronous = bool(synchronous) and deferred and on_receive is None and on_latest is None
+        self._sync: _Synchronous | None = None
+        self._mode = "" if self.synchronous else "messages"  # "sync" (sparse hops): decided at the first flush
         self.gamma = int(gamma)
         self.dtype = record_dtype(value_dtype)
         self.value_names = tuple(np.dtype(value_dtype).names or ())
@@ -191,12 +225,14 @@ class Flooding:
         self._outbox: list[np.ndarray] = []
         self._outbox_from: list[np.ndarray] = []
         self.keep_latest = latest
+        values = np.dtype(value_dtype)
+        self.sums = {name: np.zeros((m,) + values.fields[spec[0]][0].shape) for name, spec in self.sum_spec.items()}
         if latest:
-            values = np.dtype(value_dtype)
             self._latest_seq = np.full(pairs, -1, dtype=np.int64)
             self._latest_created = np.full(pairs, np.nan)
             self._latest = {name: np.zeros((pairs,) + values.fields[name][0].shape, dtype=values.fields[name][0].base)
                             for name in self.value_names}
+        self._value_dtype = values
         # counters (records, not engine messages)
         self.published = 0
         self.records_forwarded = 0   # record-hops: sum of payload sizes sent
@@ -217,16 +253,22 @@ class Flooding:
     @property
     def latest_seq(self) -> np.ndarray:
         """(M, M) newest ``seq`` received by m from m' (-1: none); a dense copy."""
+        if self._mode == "sync":
+            return self._sync.dense("seq", -1)
         return self._dense(self._latest_seq, -1)
 
     @property
     def latest_created(self) -> np.ndarray:
         """(M, M) creation time of that record (nan: none); a dense copy."""
+        if self._mode == "sync":
+            return self._sync.dense("created", np.nan)
         return self._dense(self._latest_created, np.nan)
 
     @property
     def latest_values(self) -> dict[str, np.ndarray]:
         """Value columns of the latest records, each (M, M, *shape) (zero: none); dense copies."""
+        if self._mode == "sync":
+            return {name: self._sync.dense(name, 0) for name in self.value_names}
         return {name: self._dense(values, 0) for name, values in self._latest.items()}
 
     # ------------------------------------------------------------------ sources
@@ -255,9 +297,24 @@ class Flooding:
         rec["seq"] = self._seq[agents]
         self._seq[agents] += 1
         self.published += len(agents)
-        if self.gamma > 0 and len(agents):
+        if self.synchronous and not self._mode:
+            self._choose_mode()
+        if self._mode == "sync":
+            self._sync.publish(agents, rec)
+        elif self.gamma > 0 and len(agents):
             self._queue(agents, rec)
         return rec
+
+    def _choose_mode(self) -> None:
+        """Sparse hops when the run is paper mode (see ``synchronous``), else messages; once per trial."""
+        net, sim = self.network, self.sim
+        law = net._delay
+        paper = (self.synchronous and self.gamma >= 1 and not sim.faults.active and net._simple
+                 and law.is_constant and law.args["value"] == sim.clock_period and net.adversary is None
+                 and net.tracer is None and self.relay == "flush" and self.keep_latest)
+        self._mode = "sync" if paper else "messages"
+        if paper:
+            self._sync = _Synchronous(self)
 
     def forget(self, agents: np.ndarray) -> None:
         """``agents`` lost their state (crash with ``state = "lost"``): see "Crashes and restarts" above."""
@@ -272,10 +329,10 @@ class Flooding:
                 self._latest_created[lo:hi] = np.nan
                 for values in self._latest.values():
                     values[lo:hi] = 0
-                if self.on_latest is not None and had.any():
+                if had.any():
                     cleared = {name: np.zeros_like(v[had]) for name, v in previous.items()}
-                    self.on_latest(np.full(int(had.sum()), a), self._ball_origin[lo:hi][had],
-                                   {name: v[had] for name, v in previous.items()}, cleared)
+                    self._changed(np.full(int(had.sum()), a), self._ball_origin[lo:hi][had],
+                                  {name: v[had] for name, v in previous.items()}, cleared)
             self._seq[a] = (self._seq[a] // INCARNATION + 1) * INCARNATION
         if len(self._outbox_from):  # what they had queued for forwarding is gone too
             gone = np.asarray(agents, dtype=np.int64)
@@ -293,6 +350,11 @@ class Flooding:
 
         Returns the number of engine messages sent.
         """
+        if self.synchronous and not self._mode:
+            self._choose_mode()
+        if self._mode == "sync":
+            self.process()
+            return self._sync.flush()
         self.process()
         if not self._outbox:
             return 0
@@ -324,7 +386,10 @@ class Flooding:
         if self.deferred:
             held = self.network.collect(self.kind)
             if held:
-                self._process(held)
+                if self._mode == "sync":
+                    self._sync.arrived(held)
+                else:
+                    self._process(held)
 
     def _process(self, items: list) -> None:
         """Handle delivered messages (:class:`~netsim.network.Multicast` arrays or single Messages)."""
@@ -432,14 +497,33 @@ class Flooding:
         f = pair[last]
         table = self._latest
         previous = {name: table[name][f] for name in self.value_names} if self.on_latest is not None else None
+        if previous is None and self.sum_spec:
+            previous = {name: table[name][f] for name in self.value_names}
         self._latest_seq[f] = seq[last]
         self._latest_created[f] = records["created"][last]
         current = {}
         for name in self.value_names:
             current[name] = records[name][last]  # contiguous copies of the record columns
             table[name][f] = current[name]
+        self._changed(dst[last], self._ball_origin[f], previous, current)
+
+    def _changed(self, dst: np.ndarray, origin: np.ndarray, previous: Mapping[str, np.ndarray] | None,
+                 current: Mapping[str, np.ndarray]) -> None:
+        """Latest-table entries (dst, origin) went from ``previous`` to ``current``: update sums, tell the protocol."""
+        m = self.num_agents
+        for name, spec in self.sum_spec.items():
+            if len(spec) == 1:
+                delta = current[spec[0]] - previous[spec[0]]
+            else:
+                a, b = spec
+                delta = _product(current[a], current[b]) - _product(previous[a], previous[b])
+            width = int(np.prod(delta.shape[1:], dtype=np.int64))
+            # one bincount over (receiver, element) cells; each cell adds its terms in record order
+            cell = (dst[:, None] * width + np.arange(width)).ravel()
+            total = self.sums[name]
+            total += np.bincount(cell, weights=delta.ravel(), minlength=m * width).reshape(total.shape)
         if self.on_latest is not None:
-            self.on_latest(dst[last], self._ball_origin[f], previous, current)
+            self.on_latest(dst, origin, previous, current)
 
     # ------------------------------------------------------------------ byzantine reports
     def corruptor(self, column: str, *, records_corrupted: Callable[[int], None] | None = None) -> Callable[..., tuple]:
@@ -471,3 +555,111 @@ class Flooding:
             return out, n
 
         return corrupt
+
+
+def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise product of two column arrays, ``b`` broadcast over ``a``'s trailing axes (its shape wins)."""
+    return a * b.reshape(b.shape + (1,) * (a.ndim - b.ndim))
+
+
+class _Synchronous:
+    """Paper-mode LOCAL flooding as sparse products (module docstring, "Synchronous hops").
+
+    Keeps, per origin, its latest published record (and a snapshot of those per tick for the
+    last gamma ticks); the pairs at distance exactly h are the sparse matrix ``rings[h - 1]``
+    (receiver x origin). A receiver at distance h from an origin holds, after the deliveries
+    of tick t, the origin's latest record as of tick t - h.
+    """
+
+    def __init__(self, flood: Flooding):
+        from scipy import sparse
+
+        self.flood = flood
+        net = flood.network
+        m, gamma = flood.num_agents, flood.gamma
+        self.period = flood.sim.clock_period
+        self.degree = np.diff(net.agent_ptr)
+        adjacency = sparse.csr_matrix((np.ones(len(net.agent_dst)), net.agent_dst, net.agent_ptr), shape=(m, m))
+        reached = sparse.identity(m, format="csr")
+        frontier = reached
+        self.rings = []
+        for _ in range(gamma):
+            step = (adjacency @ frontier).tocsr()
+            step.data[:] = 1.0
+            new = (step - step.multiply(reached)).tocsr()
+            new.eliminate_zeros()
+            new.sort_indices()
+            self.rings.append(new)
+            reached = (reached + new).tocsr()
+            frontier = new
+        self.ring_size = [np.diff(ring.indptr) for ring in self.rings]  # |S_h(o)| (symmetric graph)
+        dtype = flood._value_dtype
+        self.values = {name: np.zeros((m,) + dtype.fields[name][0].shape, dtype=dtype.fields[name][0].base)
+                       for name in flood.value_names}
+        self.seq = np.full(m, -1, dtype=np.int64)
+        self.created = np.full(m, np.nan)
+        self.published = np.zeros(m, dtype=bool)
+        self.snapshots: list[dict] = []  # newest first: snapshots[h] was taken h periods before the last
+        self.view: list[dict] = []      # the snapshots the receivers hold (as of the last arrival)
+        self.last_flush: float | None = None
+
+    def publish(self, agents: np.ndarray, records: np.ndarray) -> None:
+        for name in self.values:
+            self.values[name][agents] = records[name]
+        self.seq[agents] = records["seq"]
+        self.created[agents] = records["created"]
+        self.published[agents] = True
+
+    def flush(self) -> int:
+        flood = self.flood
+        now = flood.sim.now
+        if self.last_flush is not None and now != self.last_flush + self.period:
+            raise ProtocolError(f"synchronous flooding {flood.kind!r}: flush at t = {now:g} after one at "
+                                f"t = {self.last_flush:g}; accepted: one flush per clock tick")
+        self.last_flush = now
+        snap = {"published": self.published.copy(), "seq": self.seq.copy(), "created": self.created.copy(),
+                **{name: values.copy() for name, values in self.values.items()}}
+        for name, spec in flood.sum_spec.items():
+            snap["sum:" + name] = snap[spec[0]] if len(spec) == 1 else _product(snap[spec[0]], snap[spec[1]])
+        self.snapshots.insert(0, snap)
+        del self.snapshots[flood.gamma:]
+        self.published[:] = False
+        # what each node forwards now: its own new record, and the records it first received now
+        # that have life left (origins at distance h < gamma that published h ticks ago)
+        size = snap["published"].astype(np.int64)
+        for h in range(1, flood.gamma):
+            if h < len(self.snapshots):
+                size += (self.rings[h - 1] @ self.snapshots[h]["published"].astype(float)).astype(np.int64)
+        senders = np.flatnonzero(size)
+        if not len(senders):
+            return 0
+        bounds = np.concatenate(([0], np.cumsum(size[senders])))
+        flood.records_forwarded += int((size[senders] * self.degree[senders]).sum())
+        # the rows' content is the model's: only their number travels through the engine
+        return flood.network.broadcast_chunks(flood.kind, senders, bounds, np.zeros(int(bounds[-1]), dtype=bool))
+
+    def arrived(self, held: list) -> None:
+        flood = self.flood
+        received = int(sum(int((item.stop - item.start).sum()) for item in held))
+        flood.records_received += received
+        self.view = self.snapshots[:]  # snapshots[h - 1]: as of h periods ago, for the pairs at distance h
+        fresh = sum(int(self.ring_size[h - 1][snap["published"]].sum()) for h, snap in enumerate(self.view, 1))
+        flood.duplicates += received - fresh
+        m = flood.num_agents
+        for name in flood.sum_spec:
+            total = np.zeros((m, int(np.prod(flood.sums[name].shape[1:], dtype=np.int64))))
+            for h, snap in enumerate(self.view, 1):
+                total += self.rings[h - 1] @ snap["sum:" + name].reshape(m, -1)
+            flood.sums[name][...] = total.reshape(flood.sums[name].shape)
+
+    def dense(self, name: str, fill: Any) -> np.ndarray:
+        """(M, M, ...) view of the latest table's ``name`` column (``seq``, ``created`` or a value column)."""
+        m = self.flood.num_agents
+        base = self.seq if name == "seq" else self.created if name == "created" else self.values[name]
+        out = np.full((m, m) + base.shape[1:], fill, dtype=base.dtype)
+        for h, snap in enumerate(self.view, 1):
+            ring = self.rings[h - 1].tocoo()
+            values = snap[name][ring.col]
+            known = snap["seq"][ring.col] >= 0
+            out[ring.row[known], ring.col[known]] = values[known]
+        return out

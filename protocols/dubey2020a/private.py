@@ -36,20 +36,19 @@ class PrivateMultiAgentUCB(Trials):
         self.released = np.zeros((self.m, self.k))
         self.releases = 0
         values = [("mean", "f8", (self.k,)), ("count", "f8", (self.k,))]
-        # deferred: deliveries are handled in one batch at the start of the next trial (below)
-        self.flood = Flooding(self.sim, self.kind, self.gamma, values, on_latest=self._latest_changed, deferred=True)
-        # running sums over the latest-message table: sum_{m'} a'_k and sum_{m'} a'_k x'_k (Alg. 1 l. 26-27)
-        self.heard_counts = np.zeros((self.m, self.k))
-        self.heard_sums = np.zeros((self.m, self.k))
+        # deferred: deliveries are handled in one batch at the start of the next trial (below);
+        # sums over the latest-message table: sum_{m'} a'_k and sum_{m'} a'_k x'_k (Alg. 1 l. 26-27);
+        # synchronous: one flush per trial, so paper-mode runs take the sparse-product hops
+        self.flood = Flooding(self.sim, self.kind, self.gamma, values, deferred=True, synchronous=True,
+                              sums={"count": "count", "sum": ("count", "mean")})
 
-    def _latest_changed(self, dst, origin, previous, records) -> None:
-        d_count = records["count"] - previous["count"]
-        d_sum = records["count"] * records["mean"] - previous["count"] * previous["mean"]
-        # one bincount over (receiver, arm) cells; each cell adds its terms in record order
-        cell = (dst[:, None] * self.k + np.arange(self.k)).ravel()
-        size = self.m * self.k
-        self.heard_counts += np.bincount(cell, weights=d_count.ravel(), minlength=size).reshape(self.m, self.k)
-        self.heard_sums += np.bincount(cell, weights=d_sum.ravel(), minlength=size).reshape(self.m, self.k)
+    @property
+    def heard_counts(self) -> np.ndarray:
+        return self.flood.sums["count"]
+
+    @property
+    def heard_sums(self) -> np.ndarray:
+        return self.flood.sums["sum"]
 
     def estimates(self) -> tuple[np.ndarray, np.ndarray]:
         """Group means and counts of Alg. 1 lines 22-33 (running sums over the latest-message table)."""
@@ -78,7 +77,7 @@ class PrivateMultiAgentUCB(Trials):
 
     def reset(self, agents: np.ndarray) -> None:
         forget_own(self, agents)
-        self.flood.forget(agents)  # on_latest takes their heard records out of the running sums
+        self.flood.forget(agents)  # their heard records leave the running sums
 
     def results(self) -> dict[str, float]:
         return {
