@@ -216,23 +216,14 @@ class Flooding:
         m = sim.num_agents
         self.num_agents = m
         self._seq = np.zeros(m, dtype=np.int64)
-        # the pairs (receiver, origin) that can ever talk: origin within gamma hops of the receiver
-        self._ball_ptr, self._ball_origin = balls(network.agent_ptr, network.agent_dst, self.gamma)
-        pairs = len(self._ball_origin)
-        self._pair_key = np.repeat(np.arange(m, dtype=np.int64), np.diff(self._ball_ptr)) * m + self._ball_origin
-        self._high = np.full(pairs, -1, dtype=np.int64)   # anti-replay window: newest seq per pair
-        self._mask = np.zeros(pairs, dtype=np.uint64)      # bit j: seq (high - j) seen
         self._outbox: list[np.ndarray] = []
         self._outbox_from: list[np.ndarray] = []
         self.keep_latest = latest
         values = np.dtype(value_dtype)
-        self.sums = {name: np.zeros((m,) + values.fields[spec[0]][0].shape) for name, spec in self.sum_spec.items()}
-        if latest:
-            self._latest_seq = np.full(pairs, -1, dtype=np.int64)
-            self._latest_created = np.full(pairs, np.nan)
-            self._latest = {name: np.zeros((pairs,) + values.fields[name][0].shape, dtype=values.fields[name][0].base)
-                            for name in self.value_names}
         self._value_dtype = values
+        self.sums = {name: np.zeros((m,) + values.fields[spec[0]][0].shape) for name, spec in self.sum_spec.items()}
+        if not self.synchronous:
+            self._pair_state()
         # counters (records, not engine messages)
         self.published = 0
         self.records_forwarded = 0   # record-hops: sum of payload sizes sent
@@ -242,6 +233,22 @@ class Flooding:
             network.subscribe_deferred(kind)
         else:
             network.subscribe_records(kind, self._process)
+
+    def _pair_state(self) -> None:
+        """Windows and latest table of the message path, one entry per pair of the gamma-balls."""
+        m = self.num_agents
+        # the pairs (receiver, origin) that can ever talk: origin within gamma hops of the receiver
+        self._ball_ptr, self._ball_origin = balls(self.network.agent_ptr, self.network.agent_dst, self.gamma)
+        pairs = len(self._ball_origin)
+        self._pair_key = np.repeat(np.arange(m, dtype=np.int64), np.diff(self._ball_ptr)) * m + self._ball_origin
+        self._high = np.full(pairs, -1, dtype=np.int64)   # anti-replay window: newest seq per pair
+        self._mask = np.zeros(pairs, dtype=np.uint64)      # bit j: seq (high - j) seen
+        if self.keep_latest:
+            values = self._value_dtype
+            self._latest_seq = np.full(pairs, -1, dtype=np.int64)
+            self._latest_created = np.full(pairs, np.nan)
+            self._latest = {name: np.zeros((pairs,) + values.fields[name][0].shape, dtype=values.fields[name][0].base)
+                            for name in self.value_names}
 
     # ------------------------------------------------------------------ dense views
     def _dense(self, values: np.ndarray, fill: Any) -> np.ndarray:
@@ -315,6 +322,8 @@ class Flooding:
         self._mode = "sync" if paper else "messages"
         if paper:
             self._sync = _Synchronous(self)
+        else:
+            self._pair_state()
 
     def forget(self, agents: np.ndarray) -> None:
         """``agents`` lost their state (crash with ``state = "lost"``): see "Crashes and restarts" above."""

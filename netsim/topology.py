@@ -86,12 +86,17 @@ def _grid(n, p, rng):
     {
         "p": P.probability(0.1, doc="edge probability"),
         "tries": P.integer(1000, low=1, doc="resampling attempts before giving up"),
+        "sampler": P.choice(("pairs", "skip"), "pairs",
+                            doc="pairs: test every pair (networkx gnp_random_graph, O(n^2)); skip: jump from edge "
+                                "to edge with geometric gaps (fast_gnp_random_graph, O(n + m), for large sparse "
+                                "graphs); same law, different draws"),
     },
     random=True,
 )
 def _erdos_renyi(n, p, rng):
+    sample = nx.gnp_random_graph if p["sampler"] == "pairs" else nx.fast_gnp_random_graph
     for _ in range(p["tries"]):
-        graph = nx.gnp_random_graph(n, p["p"], seed=_seed(rng))
+        graph = sample(n, p["p"], seed=_seed(rng))
         if n <= 1 or nx.is_connected(graph):
             return graph
     raise InputError(

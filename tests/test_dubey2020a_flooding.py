@@ -289,7 +289,8 @@ def test_synchronous_hops_equal_the_message_path(seed, gamma):
                       m.node_sent.tolist(), m.node_received.tolist())))
     (looks_m, *rest_m), (looks_s, *rest_s) = runs
     assert rest_m == rest_s
-    for (xm, wm, seq_m, val_m, rec_m, dup_m), (xs, ws, seq_s, val_s, rec_s, dup_s) in zip(looks_m, looks_s, strict=True):
+    for (xm, wm, seq_m, val_m, rec_m, dup_m), (xs, ws, seq_s, val_s, rec_s, dup_s) in zip(looks_m, looks_s,
+                                                                                           strict=True):
         assert np.array_equal(seq_m, seq_s) and np.array_equal(val_m, val_s)
         assert (rec_m, dup_m) == (rec_s, dup_s)
         np.testing.assert_allclose(xs, xm, rtol=1e-12, atol=1e-12)
