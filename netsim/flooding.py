@@ -251,8 +251,11 @@ class Flooding:
                             for name in self.value_names}
 
     # ------------------------------------------------------------------ dense views
-    def _dense(self, values: np.ndarray, fill: Any) -> np.ndarray:
+    def _dense(self, values: np.ndarray | str, fill: Any) -> np.ndarray:
         m = self.num_agents
+        if isinstance(values, str):  # before the first flush of a synchronous instance: nothing heard yet
+            dtype = self._value_dtype.fields[values][0] if values in self.value_names else np.dtype(type(fill))
+            return np.full((m, m) + dtype.shape, fill, dtype=dtype.base)
         out = np.full((m * m,) + values.shape[1:], fill, dtype=values.dtype)
         out[self._pair_key] = values
         return out.reshape((m, m) + values.shape[1:])
@@ -262,20 +265,22 @@ class Flooding:
         """(M, M) newest ``seq`` received by m from m' (-1: none); a dense copy."""
         if self._mode == "sync":
             return self._sync.dense("seq", -1)
-        return self._dense(self._latest_seq, -1)
+        return self._dense(self._latest_seq if self._mode else "seq", -1)
 
     @property
     def latest_created(self) -> np.ndarray:
         """(M, M) creation time of that record (nan: none); a dense copy."""
         if self._mode == "sync":
             return self._sync.dense("created", np.nan)
-        return self._dense(self._latest_created, np.nan)
+        return self._dense(self._latest_created if self._mode else "created", np.nan)
 
     @property
     def latest_values(self) -> dict[str, np.ndarray]:
         """Value columns of the latest records, each (M, M, *shape) (zero: none); dense copies."""
         if self._mode == "sync":
             return {name: self._sync.dense(name, 0) for name in self.value_names}
+        if not self._mode:
+            return {name: self._dense(name, 0) for name in self.value_names}
         return {name: self._dense(values, 0) for name, values in self._latest.items()}
 
     # ------------------------------------------------------------------ sources
