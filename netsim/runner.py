@@ -358,9 +358,36 @@ def _progress(iterable, total: int, progress: bool | None, initial: int = 0):
     show = sys.stderr.isatty() if progress is None else progress
     if not show or os.environ.get("NETSIM_NO_PROGRESS"):
         return iterable
+    return _within_trials(iterable, total, initial)
+
+
+def _within_trials(iterable, total: int, initial: int):
+    """A tqdm bar in trials that also advances inside the trials run in this process.
+
+    Trials run here (serial executor) report the fraction of their horizon done at every
+    checkpoint (``netsim.sim.progress_hook``), so a long single trial moves the bar too; trials
+    run in worker processes count when they finish.
+    """
     from tqdm import tqdm
 
-    return tqdm(iterable, total=total, initial=initial, unit="trial", file=sys.stderr, dynamic_ncols=True)
+    from netsim import sim as simulation
+
+    bar = tqdm(total=total, initial=initial, unit="trial", file=sys.stderr, dynamic_ncols=True,
+               bar_format="{l_bar}{bar}| {n:.2f}/{total_fmt} [{elapsed}<{remaining}]")
+    done = [float(initial)]
+
+    def inside(fraction: float) -> None:
+        bar.update(done[0] + fraction - bar.n)
+
+    previous, simulation.progress_hook = simulation.progress_hook, inside
+    try:
+        for item in iterable:
+            done[0] += 1
+            bar.update(done[0] - bar.n)
+            yield item
+    finally:
+        simulation.progress_hook = previous
+        bar.close()
 
 
 def run_scenario(scenario: Scenario, *, executor: str | Executor | None = "serial", jobs: int = 1,

@@ -28,6 +28,10 @@ from netsim.scenario import Scenario, build_network
 from netsim.streams import Streams
 
 FINISH = CHECKPOINT - 1
+
+#: ``callback(fraction)`` told at every checkpoint how far (simulated time / horizon) the running
+#: trial of this process is; set by the runner's progress bar (``netsim.runner``), None otherwise.
+progress_hook: Callable[[float], None] | None = None
 WATCH = TICK + 1  # the watchdog looks after everything else of its instant
 WALL_CHECK_EVERY = 4096  # events between two looks at the wall clock (only with run.wall_budget)
 
@@ -208,6 +212,8 @@ class Simulation:
         series["group_regret"].append(float(regret.sum()))
         series["mean_agent_regret"].append(float(regret.mean()))
         series["comm_cost"].append(float(self.metrics.comm_cost))
+        if progress_hook is not None and not final:
+            progress_hook(min(1.0, self.env.now / self.horizon) if self.horizon > 0 else 1.0)
 
     def _schedule_checkpoints(self) -> None:
         count = self.scenario.run["checkpoints"]

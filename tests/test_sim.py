@@ -116,3 +116,21 @@ def test_centralized_ucb_beats_isolated_ucb1():
     assert np.all(r_cen < r_iso)
     # asymptotically the ratio is log(MT) / (M log T) ~ 0.16 here; at T = 1500 we measured ~0.40
     assert r_cen.mean() < 0.6 * r_iso.mean()
+
+
+def test_progress_hook_follows_simulated_time():
+    """The runner's bar advances inside a trial: the hook hears the fraction of the horizon at each checkpoint."""
+    from netsim import sim as simulation
+    from netsim.scenario import from_dict
+    from netsim.sim import run_trial
+    from netsim.streams import trial_sequence
+    from tests.conftest import scenario_dict
+
+    sc = from_dict(scenario_dict(run={"horizon": 40, "trials": 1, "seed": 3, "checkpoints": 4}))
+    heard = []
+    simulation.progress_hook = heard.append
+    try:
+        run_trial(sc, trial_sequence(3, 0), 0)
+    finally:
+        simulation.progress_hook = None
+    assert heard == [0.0, 0.25, 0.5, 0.75]
