@@ -121,6 +121,12 @@ def summary(results: dict) -> list[str]:
                 lines.append(f"| {name} | {key} | {value:.3g}x | (none) | |")
                 if key in WHY:
                     notes.append(f"- **{key}**: {value:.3g}x. {WHY[key]}")
+        for key, (op, bound, value) in bench.get("limits", {}).items():
+            if value is None:
+                lines.append(f"| {name} | {key} | did not finish | {op} {bound:g} | **missed** |")
+                continue
+            ok = value <= bound if op == "<=" else value >= bound
+            lines.append(f"| {name} | {key} | {value:.3g} | {op} {bound:g} | {'met' if ok else '**missed**'} |")
         if name == "local":
             for case, r in bench["cases"].items():
                 rate = _rate(r["rate_per_cpu_s"]["median"])
@@ -173,6 +179,36 @@ def scaling_section(bench: dict) -> list[str]:
             pts = ", ".join(f"{p[axis]:g}: {p['cpu_s']:.3g} s" for p in a["points"])
             lines.append(f"- {axis} ({a['at']}): {pts}; slope **{_fmt(a['slope'])}**")
         lines.append("")
+    return lines
+
+
+def peers_section(bench: dict) -> list[str]:
+    lines = ["| setting | peer code | peer agent-steps per CPU s | CPU s per run (whole process) | peak RSS MiB | "
+             "agent-steps per CPU s | x peer | target (30x) | goal (100x) |", "|---|---|---|---|---|---|---|---|---|"]
+    for scenario, r in bench["peers"].items():
+        cpus = ", ".join(f"{c:.3g}" for c in r["cpu_s"])
+        lines.append(f"| `{scenario}` | {r['peer']} | {r['peer_rate']:g} | {cpus} | "
+                     f"{r['maxrss_mib']:g} | {_rate(r['rate'])} | {r['times_peer']:g} | {_rate(r['target_rate'])} | "
+                     f"{_rate(r['goal_rate'])} |")
+    return lines
+
+
+def scale_section(bench: dict) -> list[str]:
+    out = bench["scale"]
+    lines = ["dubey2020a-private, one trial, whole process (log-log slope of CPU s in M: "
+             f"**{_fmt(bench['slope'])}**):", "",
+             "| agents M | CPU s | wall s | peak RSS MiB | engine messages |", "|---|---|---|---|---|"]
+    for p in out["dubey2020a-private"]:
+        lines.append(f"| {p['agents']:,} | {p['cpu_s']:.3g} | {p['wall_s']:.3g} | {p['maxrss_mib']:g} | "
+                     f"{p['messages_sent']:,} |")
+    lines += ["", "| setting | scenario | CPU s | peak RSS MiB | target |", "|---|---|---|---|---|"]
+    for label, p in out["settings"].items():
+        target = f"<= {p['cpu_target_s']:g} CPU s" + (f", <= {p['memory_target_mib']:g} MiB"
+                                                       if p.get("memory_target_mib") else "")
+        if "error" in p:
+            lines.append(f"| {label} | `{p['scenario']}` | {p['error']} | - | {target} |")
+        else:
+            lines.append(f"| {label} | `{p['scenario']}` | {p['cpu_s']:.3g} | {p['maxrss_mib']:g} | {target} |")
     return lines
 
 
@@ -237,6 +273,15 @@ def render(results: dict) -> str:
             out += cases_table(bench) + [""]
         if name == "scaling":
             out += scaling_section(bench)
+        if name == "peers":
+            out += peers_section(bench) + [""]
+        if name == "scale":
+            out += scale_section(bench) + [""]
+        if name == "startup":
+            out += [f"Median of {len(bench['runs'])} runs: **{bench['startup_cpu_s']:.3g} CPU s** (target <= 0.4); "
+                    "runs: " + ", ".join(f"{r['cpu_s']:.3g}" for r in bench["runs"]) + ". None of pandas, scipy.stats "
+                    "or matplotlib is imported before the first trial (they load when results are written or "
+                    "plotted, or when a bandit needs them).", ""]
         if name == "figures":
             out += figures_section(bench) + [""]
         if bench.get("ratios"):

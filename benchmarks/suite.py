@@ -17,7 +17,10 @@ from typing import Any
 from benchmarks import dubey2020a as dubey_bench
 from benchmarks import engine as engine_bench
 from benchmarks import feducb as feducb_bench
+from benchmarks import peers as peers_bench
+from benchmarks import process
 from benchmarks import rio2023 as rio_bench
+from benchmarks import scale as scale_bench
 from benchmarks import zhu2021 as zhu_bench
 from benchmarks.harness import loglog_slope, ratio, run_case
 from netsim.distributions import Distribution
@@ -62,26 +65,94 @@ def run_scenario(name: str, overrides: list[str], trial: int = 0) -> dict:
 
 # ----------------------------------------------------------------------------- engine
 def engine(quick: bool) -> dict:
-    """Engine message throughput against one SimPy process per message (benchmarks/engine.py)."""
+    """Engine message throughput against one SimPy process per message and a plain heapq loop (benchmarks/engine.py)."""
     size = SIZES["quick" if quick else "full"]
     e = size["engine"]
     cases, ratios = {}, {}
     for label, delay in (("constant", Distribution("constant", {"value": 1.0})),
                          ("exponential", Distribution("exponential", {"mean": 1.0}))):
-        for impl, fn in (("engine", engine_bench.run_engine), ("naive", engine_bench.run_naive)):
+        for impl, fn in (("engine", engine_bench.run_engine), ("naive", engine_bench.run_naive),
+                         ("heapq", engine_bench.run_heapq)):
             def case(fn=fn, delay=delay):
                 return {"work": fn(delay, e["agents"], e["degree"], e["ticks"])[0]}
             cases[f"{impl}-{label}"] = run_case(case, repeats=size["repeats"])
-        ratios[label] = ratio(cases[f"engine-{label}"], cases[f"naive-{label}"])
+        ratios[f"engine/naive ({label} delays)"] = ratio(cases[f"engine-{label}"], cases[f"naive-{label}"])
+        ratios[f"engine/heapq ({label} delays)"] = ratio(cases[f"engine-{label}"], cases[f"heapq-{label}"])
     return {
-        "title": "Engine message throughput vs naive SimPy (one process per message)",
+        "title": "Engine message throughput vs naive SimPy (one process per message) and a plain heapq loop",
         "workload": f"{e['agents']} agents, {e['degree']}-regular graph, every agent broadcasts every tick for "
-                    f"{e['ticks']} ticks; unit: messages delivered",
+                    f"{e['ticks']} ticks, one handler call per message; unit: messages delivered",
         "unit": "messages",
         "cases": cases,
-        "ratios": {"engine/naive (constant delays, paper mode)": ratios["constant"],
-                   "engine/naive (exponential delays, realistic mode)": ratios["exponential"]},
-        "targets": {"engine/naive (constant delays, paper mode)": [">=", 5.0]},
+        "ratios": ratios,
+        "targets": {"engine/naive (constant delays)": [">=", 5.0], "engine/naive (exponential delays)": [">=", 5.0],
+                    "engine/heapq (exponential delays)": [">=", 0.5]},
+    }
+
+
+def startup(quick: bool) -> dict:
+    """CPU seconds a ``netsim run`` spends before its first trial (benchmarks/process.py)."""
+    runs = [process.startup() for _ in range(1 if quick else 5)]
+    cpu = sorted(r["cpu_s"] for r in runs)
+    return {
+        "title": "Start-up of netsim run (imports, scenario checks) before the first trial",
+        "workload": "a child process imports the CLI, runner and results modules and every registered protocol, "
+                    "loads and checks the quickstart scenario (dry build of its network) and makes the executor; "
+                    "unit: CPU s of the whole child process, interpreter start included",
+        "unit": "CPU s",
+        "runs": runs,
+        "startup_cpu_s": cpu[len(cpu) // 2],
+        "ratios": {},
+        "targets": {},
+        "limits": {"start-up CPU s (median)": ["<=", 0.4, cpu[len(cpu) // 2]]},
+    }
+
+
+def peers(quick: bool) -> dict:
+    """Agent-steps per CPU s of the whole netsim run process on the two peer settings (benchmarks/peers.py)."""
+    overrides = ["run.horizon=20"] if quick else []
+    out = peers_bench.measure(repeats=1 if quick else 3, overrides=overrides)
+    ratios = {f"agent-steps per CPU s / {v['peer']} ({k})": round(v["rate"] / v["peer_rate"], 1)
+              for k, v in out.items()}
+    return {
+        "title": "Whole netsim run process on the peer codes' settings: agent-steps per CPU second",
+        "workload": "peer-mpucb-byzantine (M = 200, G(200, 0.1), K = 5, gamma = 1, byzantine, T = 200) and "
+                    "peer-flooding-ucb (N = 100, G(100, 3/100), K = 50, gamma = 4, T = 300): one trial, results "
+                    "written, no figures; the peers' own figures (381 and 587 agent-steps per CPU s) are those "
+                    "measured in issue 16 on this machine kind; target 30x, goal 100x",
+        "unit": "agent-steps",
+        "peers": out,
+        "ratios": ratios,
+        "targets": {key: [">=", peers_bench.TARGET] for key in ratios},
+    }
+
+
+def scale(quick: bool) -> dict:
+    """Cost against M for 100 -> 10,000 agents and the three scale settings (benchmarks/scale.py)."""
+    out = scale_bench.measure(quick)
+    limits = {}
+    big = out["dubey2020a-private"][-1]
+    limits[f"dubey2020a-private M = {big['agents']:,}: CPU s"] = ["<=", 60.0, big["cpu_s"]]
+    limits[f"dubey2020a-private M = {big['agents']:,}: MiB"] = ["<=", 4096.0, big["maxrss_mib"]]
+    for label, point in out["settings"].items():
+        if "error" in point:
+            limits[f"{label}: CPU s"] = ["<=", point["cpu_target_s"], None]
+            continue
+        limits[f"{label}: CPU s"] = ["<=", point["cpu_target_s"], point["cpu_s"]]
+        if point["memory_target_mib"]:
+            limits[f"{label}: MiB"] = ["<=", point["memory_target_mib"], point["maxrss_mib"]]
+    return {
+        "title": "Scale: one trial, whole process, against the number of agents",
+        "workload": "dubey2020a-private, Erdos-Renyi mean degree 20, gamma = 2, T = 100, M = 100 ... 10,000; "
+                    "gossip-ucb on a 10,000-agent ring, T = 1,000; ddp-mab on 1,000 agents, mean degree 10, "
+                    "T = 1e5; CPU s (user + system) and peak RSS of the child process",
+        "unit": "CPU s",
+        "scale": out,
+        "slope": loglog_slope([p["agents"] for p in out["dubey2020a-private"]],
+                              [p["cpu_s"] for p in out["dubey2020a-private"]]),
+        "ratios": {},
+        "targets": {},
+        "limits": limits,
     }
 
 
@@ -271,6 +342,9 @@ def scaling(quick: bool) -> dict:
 
 BENCHMARKS: dict[str, Callable[[bool], dict]] = {
     "engine": engine,
+    "startup": startup,
+    "peers": peers,
+    "scale": scale,
     "gossip": gossip,
     "local": local,
     "feducb": feducb,
