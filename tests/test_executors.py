@@ -133,7 +133,7 @@ def test_run_and_sweep_on_a_local_dask_cluster(tmp_path):
     """One LocalCluster of two workers serves a run and a sweep; both match serial byte for byte."""
     pytest.importorskip("distributed")
     from netsim import results as R
-    from netsim import sweep as W
+    from netsim import sweeps as W
 
     scenario = runner.with_run_options(S.load("quickstart", SMALL[1::2]), trials=3)
     serial_run = runner.run_scenario(scenario)
@@ -152,7 +152,7 @@ def test_run_and_sweep_on_a_local_dask_cluster(tmp_path):
 
 def test_losing_the_cluster_mid_sweep_is_an_input_error_and_keeps_units(tmp_path):
     pytest.importorskip("distributed")
-    from netsim import sweep as W
+    from netsim import sweeps as W
 
     plan = W.plan("quickstart", GRID[1::2], overrides=["run.horizon=1500", "run.checkpoints=3"], trials=2)
     stored = []
