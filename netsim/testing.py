@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from netsim import scenario as S
 from netsim.network import Message
@@ -31,7 +31,8 @@ from netsim.streams import trial_sequence
 EVENTS = ("send", "deliver", "drop", "corrupt")
 
 
-class SpiedEvent(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class SpiedEvent:
     """One thing that happened to a message, at simulated time ``time``.
 
     ``event`` is ``send`` (the message left, its delay drawn: ``message.due_at`` is when it
