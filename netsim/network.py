@@ -67,22 +67,22 @@ class Message(NamedTuple):
     size: int = 1
 
 
-class Multicast(NamedTuple):
+# the fields with real (not string) annotations, so that documentation tools can resolve them
+_MulticastFields = NamedTuple("_MulticastFields", [
+    ("kind", str), ("src", np.ndarray), ("dst", np.ndarray), ("start", np.ndarray), ("stop", np.ndarray),
+    ("payload", Any), ("sent_at", float), ("due_at", float)])
+
+
+class Multicast(_MulticastFields):
     """Several messages of one kind sent at one instant and delivered at one instant, as arrays.
 
     Message ``i`` goes from ``src[i]`` to ``dst[i]`` and carries the rows
     ``payload[start[i]:stop[i]]`` (``size = stop - start``). What :meth:`Network.subscribe_records`
-    handlers receive; one engine entry per sender and flush (or per whole flush).
+    handlers receive; one engine entry per sender and flush (or per whole flush). Fields:
+    ``kind, src, dst, start, stop, payload, sent_at, due_at``.
     """
 
-    kind: str
-    src: np.ndarray
-    dst: np.ndarray
-    start: np.ndarray
-    stop: np.ndarray
-    payload: Any
-    sent_at: float
-    due_at: float
+    __slots__ = ()
 
     def messages(self) -> list[Message]:
         """The same messages one by one (payloads are row slices: views, not copies)."""
@@ -813,6 +813,8 @@ class Network:
 
 class _FanoutRecord(Multicast):
     """One payload object sent from one node to several: every message carries the whole payload."""
+
+    __slots__ = ()
 
     def messages(self) -> list[Message]:
         payload, kind, sent, due, size = self.payload, self.kind, self.sent_at, self.due_at, int(self.stop[0])
