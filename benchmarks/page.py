@@ -277,6 +277,13 @@ def render(results: dict) -> str:
             out += peers_section(bench) + [""]
         if name == "scale":
             out += scale_section(bench) + [""]
+        if name == "fig1":
+            rows = ["| panel | curve | CPU s for one trial (whole process) | peak RSS MiB |", "|---|---|---|---|"]
+            for panel, data in bench["panels"].items():
+                for curve, c in data["curves"].items():
+                    rows.append(f"| 1({panel}) | `{curve}` | {c['cpu_s']:.3g} | {c['maxrss_mib']:g} |")
+            out += rows + [""] + [f"Fig. 1({p}): **{d['minutes_2_jobs']:.3g} minutes** with --jobs 2"
+                                  for p, d in bench["panels"].items()] + [""]
         if name == "startup":
             out += [f"Median of {len(bench['runs'])} runs: **{bench['startup_cpu_s']:.3g} CPU s** (target <= 0.4); "
                     "runs: " + ", ".join(f"{r['cpu_s']:.3g}" for r in bench["runs"]) + ". None of pandas, scipy.stats "

@@ -340,11 +340,44 @@ def scaling(quick: bool) -> dict:
     }
 
 
+def fig1(quick: bool) -> dict:
+    """dubey2020a Fig. 1(a), (b), (c) at the paper's size: one full trial per curve, whole-process CPU s."""
+    from benchmarks import process
+
+    panels = {"a": ["dubey2020a-fig1a", "dubey2020a-fig1a-nonprivate", "dubey2020a-fig1a-dpucbint",
+                    "dubey2020a-fig1a-ucb1"],
+              "b": ["dubey2020a-fig1b", "dubey2020a-fig1b-clean", "dubey2020a-fig1b-ucb1"],
+              "c": sorted(p.stem for p in (ROOT / "scenarios").glob("dubey2020a-fig1c-*.toml"))}
+    overrides = ["run.horizon=50"] if quick else []
+    out, limits = {}, {}
+    for panel, names in panels.items():
+        curves = {}
+        for name in names:
+            point = process.run(name, overrides, trials=1)
+            curves[name] = {"cpu_s": point["cpu_s"], "maxrss_mib": point["maxrss_mib"], "trials": 100}
+        minutes = sum(c["cpu_s"] * c["trials"] for c in curves.values()) / 2 / 60
+        out[panel] = {"curves": curves, "minutes_2_jobs": round(minutes, 2)}
+        limits[f"dubey2020a Fig. 1({panel}), M = 200, T = 1000, 100 trials per curve: minutes with --jobs 2"] = [
+            "<=", 15.0, round(minutes, 2)]
+    return {
+        "title": "dubey2020a Fig. 1 at the paper's size (M = 200, T = 1000, 100 trials per curve)",
+        "workload": "one trial per curve, whole netsim run process (start-up and result files included, so the "
+                    "extrapolation is pessimistic: 100 trials share one start-up); minutes with --jobs 2 = sum over "
+                    "curves of 100 x CPU s / 2 / 60, assuming two free cores",
+        "unit": "CPU s",
+        "panels": out,
+        "ratios": {},
+        "targets": {},
+        "limits": limits,
+    }
+
+
 BENCHMARKS: dict[str, Callable[[bool], dict]] = {
     "engine": engine,
     "startup": startup,
     "peers": peers,
     "scale": scale,
+    "fig1": fig1,
     "gossip": gossip,
     "local": local,
     "feducb": feducb,
