@@ -568,6 +568,45 @@ class Flooding:
                 records_corrupted(n)
             return out, n
 
+        def chunks(payload: np.ndarray, starts: np.ndarray, stops: np.ndarray, senders: np.ndarray, *,
+                   rng: np.random.Generator, probability: float, q: Any, relay: bool) -> np.ndarray:
+            """``corrupt`` on every chunk, in order, vectorised; same draws (see the engine's Corruptor).
+
+            The uniforms of all chunks are drawn at once; where a chunk has a hit, the generator is
+            rewound and replayed up to that chunk's end, so Q's draws come where one call per chunk
+            would take them (hits are rare: one replay per hit chunk).
+            """
+            lengths = stops - starts
+            out = np.zeros(len(starts), dtype=np.int64)
+            shape = payload[column].shape[1:]
+            width = int(np.prod(shape, dtype=np.int64))
+            i = 0
+            while i < len(starts):
+                sizes = lengths[i:]
+                offsets = np.cumsum(sizes) - sizes
+                rows = np.repeat(starts[i:] - offsets, sizes) + np.arange(int(sizes.sum()))
+                state = rng.bit_generator.state
+                u = rng.random(len(rows))
+                hit = u < probability
+                if not relay:
+                    hit &= payload["origin"][rows] == np.repeat(senders[i:], sizes)
+                if not hit.any():
+                    return out
+                first = int(np.flatnonzero(hit)[0])
+                c = int(np.searchsorted(offsets + sizes, first, side="right"))  # chunk (from i) of the first hit
+                end = int(offsets[c] + sizes[c])
+                rng.bit_generator.state = state
+                rng.random(end)                                    # replay the draws up to that chunk's end
+                mine = np.flatnonzero(hit[offsets[c]:end]) + offsets[c]
+                draws = np.asarray(q.sample(rng, len(mine) * width), dtype=float)
+                payload[column][rows[mine]] = draws.reshape((len(mine),) + shape)
+                out[i + c] = len(mine)
+                if records_corrupted is not None:
+                    records_corrupted(len(mine))
+                i += c + 1
+            return out
+
+        corrupt.chunks = chunks
         return corrupt
 
 

@@ -108,7 +108,10 @@ class Corruptor:
 
     The engine calls it once per send for a byzantine sender (every destination of that send
     gets the same corrupted copy: corruption at the source) and once per link for in-transit
-    link corruption.
+    link corruption. A rule may also offer ``chunks(payload, starts, stops, senders, *, rng,
+    probability, q, relay)``: the source corruption of many sender chunks of one array at once,
+    rewriting ``payload`` in place and returning the records corrupted per chunk, with exactly the
+    draws of one call per chunk in order (``broadcast_chunks`` uses it).
     """
 
     def __call__(self, payload: Any, *, sender: int, rng: np.random.Generator, probability: float,
@@ -588,6 +591,12 @@ class Network:
             liars = sending[np.isin(srcs[sending], byzantine)]
             if len(liars):
                 payload = payload.copy()
+                many = getattr(corrupt, "chunks", None)
+                if many is not None:  # the rule's vectorised form: same draws as one call per chunk
+                    hits = many(payload, bounds[liars], bounds[liars + 1], srcs[liars], rng=rng,
+                                probability=adv.probability, q=adv.q, relay=adv.relay)
+                    hit_chunk[liars[hits > 0]] = True
+                    liars = liars[:0]
                 for c in liars.tolist():
                     a, b = int(bounds[c]), int(bounds[c + 1])
                     new, hits = corrupt(payload[a:b], sender=int(srcs[c]), rng=rng, probability=adv.probability,
@@ -657,8 +666,8 @@ class Network:
         # fast path: a lone single message to a per-message handler, no tracer, crashes or node handlers
         plain = not self.tracer and not self._node_handlers and (self.faults is None or not self.faults.has_crashes)
         by_kind = self.metrics.messages
-        fast = {kind: (handler, by_kind.get(kind) or self.metrics.kind(kind))
-                for kind, handler in self._handlers.items()}
+        # (a kind first sent during this loop takes the general path once: no counter is created here)
+        fast = {kind: (handler, by_kind[kind]) for kind, handler in self._handlers.items() if kind in by_kind}
         received = self.metrics.received_by_node
         inf = math.inf
         size = -1
