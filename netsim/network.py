@@ -68,9 +68,15 @@ class Message(NamedTuple):
 
 
 # the fields with real (not string) annotations, so that documentation tools can resolve them
-_MulticastFields = NamedTuple("_MulticastFields", [
-    ("kind", str), ("src", np.ndarray), ("dst", np.ndarray), ("start", np.ndarray), ("stop", np.ndarray),
-    ("payload", Any), ("sent_at", float), ("due_at", float)])
+class _MulticastFields(NamedTuple):
+    kind: str
+    src: np.ndarray
+    dst: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+    payload: Any
+    sent_at: float
+    due_at: float
 
 
 class Multicast(_MulticastFields):
