@@ -67,16 +67,11 @@ class Message(NamedTuple):
     size: int = 1
 
 
-# the fields with real (not string) annotations, so that documentation tools can resolve them
-class _MulticastFields(NamedTuple):
-    kind: str
-    src: np.ndarray
-    dst: np.ndarray
-    start: np.ndarray
-    stop: np.ndarray
-    payload: Any
-    sent_at: float
-    due_at: float
+# functional syntax on purpose: the fields get real (not string) annotations, which documentation
+# tools can resolve (the module uses postponed annotations)
+_MulticastFields = NamedTuple("_MulticastFields", [  # noqa: UP014
+    ("kind", str), ("src", np.ndarray), ("dst", np.ndarray), ("start", np.ndarray), ("stop", np.ndarray),
+    ("payload", Any), ("sent_at", float), ("due_at", float)])
 
 
 class Multicast(_MulticastFields):
