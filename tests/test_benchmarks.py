@@ -37,7 +37,8 @@ def test_quick_engine_and_bai(tmp_path):
     assert results["last_run"]["quick"] is True
     assert {"python", "numpy", "cpus"} <= set(results["machine"])
     engine = results["benchmarks"]["engine"]
-    assert set(engine["cases"]) == {"engine-constant", "naive-constant", "engine-exponential", "naive-exponential"}
+    assert set(engine["cases"]) == {f"{impl}-{law}" for impl in ("engine", "naive", "heapq")
+                                    for law in ("constant", "exponential")}
     for case in engine["cases"].values():
         _check_case(case)
         assert case["work"] == 20 * 4 * 5       # agents x degree x ticks messages, every one delivered
@@ -51,7 +52,9 @@ def test_quick_engine_and_bai(tmp_path):
     fast = dp["DP-MASE: exact-law events"]["rate_per_cpu_s"]["median"]
     expected = fast / dp["DP-MASE: round by round"]["rate_per_cpu_s"]["median"]
     assert abs(bai["ratios"]["events/rounds, DP-MASE"] - expected) <= 1e-3 * expected
-    for ratio in ("engine/naive (constant delays, paper mode)", "events/rounds, CORRUPTED ELIMINATION"):
+    assert set(engine["targets"]) <= set(engine["ratios"])
+    for ratio in ("engine/naive (exponential delays)", "engine/heapq (exponential delays)",
+                  "events/rounds, CORRUPTED ELIMINATION"):
         assert ratio in page
     assert "# Performance" in page and "QUICK" in page
 
@@ -63,6 +66,16 @@ def test_only_merges_into_existing_results(tmp_path):
     for case in results["benchmarks"]["local"]["cases"].values():
         _check_case(case)
     assert "records forwarded per CPU s" in page
+
+
+def test_quick_startup(tmp_path):
+    """The start-up benchmark runs a child process; nothing heavy is imported before the first trial."""
+    results, page = _run(tmp_path, "startup")
+    startup = results["benchmarks"]["startup"]
+    assert startup["startup_cpu_s"] > 0
+    assert all(run["heavy_modules_loaded"] == [] for run in startup["runs"])  # pandas, scipy.stats, matplotlib
+    assert set(startup["limits"]) == {"start-up CPU s (median)"}
+    assert "start-up CPU s" in page
 
 
 def test_unknown_benchmark_is_rejected(tmp_path):
