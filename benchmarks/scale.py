@@ -9,7 +9,7 @@
 
 Each point is one ``netsim run`` in a child process (:mod:`benchmarks.process`): CPU seconds
 (user + system) and peak resident memory of the whole process. A setting that does not finish
-within 180 CPU seconds (or 8 GiB of address space) is stopped and reported as such.
+within 120 CPU seconds (or 8 GiB of address space) is stopped and reported as such.
 
 Run: ``python -m benchmarks.scale [--quick]`` (prints JSON)
 """
@@ -22,7 +22,7 @@ import sys
 from benchmarks import process
 
 AGENTS = [100, 300, 1000, 3000, 10000]
-LIMIT_CPU_S, LIMIT_MIB = 180.0, 8192.0  # a setting that needs more is stopped and reported
+LIMIT_CPU_S, LIMIT_MIB = 120.0, 8192.0  # a setting that needs more is stopped and reported
 SETTINGS = {
     "gossip-ucb, 10,000-agent ring, T = 1,000": ("scale-gossip-ucb-ring-10k", [], 60.0, None),
     "ddp-mab, 1,000 agents, mean degree 10, T = 1e5": ("scale-ddp-mab-1k", [], 60.0, 1024.0),
