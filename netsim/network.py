@@ -26,109 +26,38 @@ Random delays are drawn in blocks of :data:`BLOCK` per delay law from the ``dela
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import networkx as nx
 import numpy as np
 import simpy
 from simpy.core import NORMAL, URGENT
 
+from netsim.delivery import DELIVERY, DeliveryHeap
 from netsim.distributions import Distribution
 from netsim.errors import ProtocolError
+from netsim.messages import (  # re-exported: the engine API names live here for protocols
+    Adversary,
+    BatchHandler,
+    Corruptor,
+    Handler,
+    Message,
+    Multicast,
+    RecordHandler,
+    _subset,
+)
 from netsim.metrics import Metrics
+
+__all__ = ["Adversary", "BatchHandler", "CHECKPOINT", "Corruptor", "DELIVERY", "FAULT", "Handler", "Message",
+           "Multicast", "Network", "RecordHandler", "TICK"]
 
 CHECKPOINT = URGENT - 2  # before everything else at the same instant
 FAULT = URGENT - 1       # crashes and restarts: after checkpoints, before deliveries
-DELIVERY = URGENT
 TICK = NORMAL
 BLOCK = 4096             # delays drawn at once per law
-
-
-class Message(NamedTuple):
-    """One message in flight. ``due_at - sent_at`` is the sampled link delay.
-
-    ``kind`` names the message type (handlers subscribe to it); ``src`` and ``dst`` are node ids;
-    ``payload`` is whatever the sender passed (never copied: a receiver must not change it);
-    ``sent_at`` and ``due_at`` are simulated times; ``size`` is the number of records it
-    carries (``records`` in the counters, one by default).
-    """
-
-    kind: str
-    src: int
-    dst: int
-    payload: object  # ``object`` rather than ``Any``: the generated __new__ cannot resolve the name ``Any``
-    sent_at: float
-    due_at: float
-    size: int = 1
-
-
-# functional syntax on purpose: the fields get real (not string) annotations, which documentation
-# tools can resolve (the module uses postponed annotations)
-_MulticastFields = NamedTuple("_MulticastFields", [  # noqa: UP014
-    ("kind", str), ("src", np.ndarray), ("dst", np.ndarray), ("start", np.ndarray), ("stop", np.ndarray),
-    ("payload", Any), ("sent_at", float), ("due_at", float)])
-
-
-class Multicast(_MulticastFields):
-    """Several messages of one kind sent at one instant and delivered at one instant, as arrays.
-
-    Message ``i`` goes from ``src[i]`` to ``dst[i]`` and carries the rows
-    ``payload[start[i]:stop[i]]`` (``size = stop - start``). What :meth:`Network.subscribe_records`
-    handlers receive; one engine entry per sender and flush (or per whole flush). Fields:
-    ``kind, src, dst, start, stop, payload, sent_at, due_at``.
-    """
-
-    __slots__ = ()
-
-    def messages(self) -> list[Message]:
-        """The same messages one by one (payloads are row slices: views, not copies)."""
-        payload, kind, sent, due = self.payload, self.kind, self.sent_at, self.due_at
-        return [_new(Message, (kind, s, d, payload[a:b], sent, due, b - a)) for s, d, a, b in
-                zip(self.src.tolist(), self.dst.tolist(), self.start.tolist(), self.stop.tolist(), strict=True)]
-
-
-_new = tuple.__new__  # builds a Message from a 7-tuple without the NamedTuple __new__ frame
-
-Handler = Callable[[Message], None]
-BatchHandler = Callable[[list[Message]], None]
-RecordHandler = Callable[[list[Multicast]], None]
-
-
-class Corruptor:
-    """Protocol-supplied rule that rewrites a payload of one kind the way a liar would.
-
-    ``__call__(payload, sender=, rng=, probability=, q=, relay=)`` returns
-    ``(new_payload, records_corrupted)``; each record is corrupted independently with
-    ``probability`` by replacing its reported value with a draw of ``q``. Records that
-    ``sender`` only relays are left alone unless ``relay`` is true.
-
-    The engine calls it once per send for a byzantine sender (every destination of that send
-    gets the same corrupted copy: corruption at the source) and once per link for in-transit
-    link corruption. A rule may also offer ``chunks(payload, starts, stops, senders, *, rng,
-    probability, q, relay)``: the source corruption of many sender chunks of one array at once,
-    rewriting ``payload`` in place and returning the records corrupted per chunk, with exactly the
-    draws of one call per chunk in order (``broadcast_chunks`` uses it).
-    """
-
-    def __call__(self, payload: Any, *, sender: int, rng: np.random.Generator, probability: float,
-                 q: Distribution, relay: bool) -> tuple[Any, int]:  # pragma: no cover - interface
-        raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class Adversary:
-    """Byzantine nodes (corrupt at the source) and in-transit link corruption."""
-
-    byzantine: frozenset[int]
-    probability: float
-    q: Distribution
-    relay: bool
-    link_probability: float
 
 
 def _delay_stream(law: Distribution, rng: np.random.Generator) -> Iterator[float]:
@@ -136,21 +65,7 @@ def _delay_stream(law: Distribution, rng: np.random.Generator) -> Iterator[float
     while True:
         yield from law.sample(rng, BLOCK).tolist()
 
-
-class _WakeUp(simpy.events.Event):
-    """The one SimPy event that wakes the network up for the head of its delivery heap."""
-
-    __slots__ = ()
-
-    def __init__(self, env: simpy.Environment, delay: float, callback: Callable[[Any], None]):
-        self.env = env
-        self.callbacks = [callback]
-        self._ok = True
-        self._value = None
-        env.schedule(self, DELIVERY, delay)
-
-
-class Network:
+class Network(DeliveryHeap):
     """The communication graph with its links, delays, losses and counters.
 
     Nodes ``0 .. num_agents-1`` are agents; the next ``len(servers)`` ids are servers,
@@ -197,7 +112,7 @@ class Network:
         self._heap: list[tuple] = []
         self._sequence = itertools.count()
         self._in_flight = 0
-        self._alarm: _WakeUp | None = None
+        self._alarm = None  # the armed wake-up (netsim.delivery)
         self._alarm_at = math.inf
         self._handlers: dict[str, Handler] = {}
         self._node_handlers: dict[tuple[int, str], Handler] = {}
@@ -622,269 +537,3 @@ class Network:
                 payload = np.concatenate(extra)
         counts.corrupted += int(hit.sum())
         return payload, start, stop, hit
-
-    # ------------------------------------------------------------------ the delivery heap
-    def _push(self, entry: tuple) -> None:
-        """Add one heap entry (``entry[8]`` messages); arm the wake-up if it is the new head."""
-        if self.tracer:
-            for message in _messages(entry):
-                self.tracer("send", message)
-        heapq.heappush(self._heap, entry)
-        self._in_flight += entry[8]
-        if entry[0] < self._alarm_at:
-            self._arm(entry[0])
-
-    def _push_all(self, entries: list[tuple]) -> None:
-        if self.tracer:
-            for entry in entries:
-                for message in _messages(entry):
-                    self.tracer("send", message)
-        heap = self._heap
-        if len(entries) > 8 and len(entries) * 4 > len(heap):
-            heap.extend(entries)
-            heapq.heapify(heap)
-        else:
-            push = heapq.heappush
-            for entry in entries:
-                push(heap, entry)
-        self._in_flight += len(entries)
-        head = heap[0][0]
-        if head < self._alarm_at:
-            self._arm(head)
-
-    def _arm(self, due: float) -> None:
-        self._alarm_at = due
-        self._alarm = _WakeUp(self.env, due - self.env.now, self._wake)
-
-    def _wake(self, event: _WakeUp) -> None:
-        """Deliver every heap entry due before the next SimPy event (see the module docstring)."""
-        if event is not self._alarm:
-            return  # superseded by an earlier wake-up
-        self._alarm, self._alarm_at = None, -math.inf  # sends during the loop do not arm
-        heap, env = self._heap, self.env
-        queue = env._queue
-        pop = heapq.heappop
-        # fast path: a lone single message to a per-message handler, no tracer, crashes or node handlers
-        plain = not self.tracer and not self._node_handlers and (self.faults is None or not self.faults.has_crashes)
-        by_kind = self.metrics.messages
-        # (a kind first sent during this loop takes the general path once: no counter is created here)
-        fast = {kind: (handler, by_kind[kind]) for kind, handler in self._handlers.items() if kind in by_kind}
-        received = self.metrics.received_by_node
-        inf = math.inf
-        size = -1
-        limit = limit_priority = inf
-        delivered = 0
-        due = heap[0][0] if heap else inf
-        try:
-            while due < inf:
-                if len(queue) != size:  # the SimPy queue only grows while we run: re-read its head
-                    size = len(queue)
-                    limit, limit_priority = queue[0][:2] if size else (inf, inf)
-                if due >= limit and (due > limit or limit_priority <= DELIVERY):
-                    break
-                env._now = due
-                entry = pop(heap)
-                following = heap[0][0] if heap else inf
-                if following != due and plain and entry[8] == 1 and type(entry[4]) is int:
-                    target = fast.get(entry[2])
-                    if target is not None:
-                        delivered += 1
-                        target[1].delivered += 1
-                        dst = entry[4]
-                        received[dst] += 1
-                        target[0](_new(Message, (entry[2], entry[3], dst, entry[5], entry[6], due, entry[7])))
-                        due = heap[0][0] if heap else inf
-                        continue
-                batch = [entry]
-                while following == due:
-                    batch.append(pop(heap))
-                    following = heap[0][0] if heap else inf
-                self._deliver(batch)
-                due = heap[0][0] if heap else inf
-        finally:
-            self._in_flight -= delivered
-            self._alarm_at = math.inf
-            if heap:
-                self._arm(heap[0][0])
-
-    # ------------------------------------------------------------------ delivery
-    def _deliver(self, batch: list[tuple]) -> None:
-        """Deliver the entries of one instant, in send order."""
-        metrics = self.metrics
-        by_kind = metrics.messages
-        self._in_flight -= sum(entry[8] for entry in batch)
-        faults = self.faults
-        if faults is not None and faults.has_crashes:
-            batch = self._drop_crashed(batch)
-        if self.tracer or self._node_handlers:
-            self._deliver_general(batch)
-            return
-        received = metrics.received_by_node
-        handlers = self._handlers
-        grouped: dict[str, list[tuple]] = {}
-        for entry in batch:
-            kind, dst = entry[2], entry[4]
-            by_kind[kind].delivered += entry[8]
-            if type(dst) is list:
-                for d in dst:
-                    received[d] += 1
-            elif isinstance(dst, tuple):
-                metrics.received_bulk += np.bincount(dst.dst, minlength=self.num_nodes)
-            else:
-                received[dst] += 1
-            group = grouped.get(kind)
-            if group is not None:
-                group.append(entry)
-            elif kind in handlers:
-                handler = handlers[kind]
-                for message in _messages(entry):
-                    handler(message)
-            elif kind in self._record_handlers or kind in self._held or kind in self._batch_handlers:
-                grouped[kind] = [entry]
-            else:
-                raise ProtocolError(f"message {kind!r} delivered to node {_first_dst(entry)}, nobody subscribed")
-        for kind, entries in grouped.items():
-            self._hand_over(kind, entries)
-
-    def _hand_over(self, kind: str, entries: list[tuple]) -> None:
-        """Give the entries of one kind delivered at one instant to its batch, record or deferred reader."""
-        if kind in self._batch_handlers:
-            messages: list[Message] = []
-            for entry in entries:
-                messages.extend(_messages(entry))
-            self._batch_handlers[kind](messages)
-            return
-        records = [_record(entry) for entry in entries]
-        if kind in self._record_handlers:
-            self._record_handlers[kind](records)
-        else:
-            self._held[kind].extend(records)
-
-    def _deliver_general(self, batch: list[tuple]) -> None:
-        """Delivery with a tracer or per-node handlers: one message at a time, same order and counts."""
-        metrics = self.metrics
-        by_kind = metrics.messages
-        received = metrics.received_by_node
-        tracer = self.tracer
-        grouped: dict[str, list[tuple]] = {}
-        for entry in batch:
-            for message in _messages(entry):
-                kind = message.kind
-                by_kind[kind].delivered += 1
-                received[message.dst] += 1
-                if tracer:
-                    tracer("deliver", message)
-                if kind in self._record_handlers or kind in self._held or kind in self._batch_handlers:
-                    grouped.setdefault(kind, []).append(_entry(message))
-                    continue
-                handler = self._node_handlers.get((message.dst, kind)) or self._handlers.get(kind)
-                if handler is None:
-                    raise ProtocolError(f"message {kind!r} delivered to node {message.dst}, nobody subscribed")
-                handler(message)
-        for kind, entries in grouped.items():
-            self._hand_over(kind, entries)
-
-    def _drop_crashed(self, batch: list[tuple]) -> list[tuple]:
-        """The entries of ``batch`` with the messages to crashed receivers removed (and counted)."""
-        up = self.faults.up
-        by_kind = self.metrics.messages
-        extras = self.faults.extras
-        kept = []
-        for entry in batch:
-            dst = entry[4]
-            if isinstance(dst, tuple) or type(dst) is list:
-                record = dst if isinstance(dst, tuple) else _fanout(entry)
-                alive = up[record.dst]
-                if alive.all():
-                    kept.append(entry)
-                    continue
-                lost = int(len(alive) - alive.sum())
-                by_kind[entry[2]].dropped += lost
-                extras["dropped_crashed"] += lost
-                if self.tracer:
-                    for message in _subset(record, ~alive).messages():
-                        self.tracer("drop", message)
-                if alive.any():
-                    kept.append(entry[:4] + (_subset(record, alive),) + entry[5:8] + (len(alive) - lost,))
-            elif up[dst]:
-                kept.append(entry)
-            else:
-                by_kind[entry[2]].dropped += 1
-                extras["dropped_crashed"] += 1
-                if self.tracer:
-                    self.tracer("drop", _messages(entry)[0])
-        return kept
-
-    @property
-    def in_flight(self) -> int:
-        """Messages sent but neither delivered nor dropped yet."""
-        return self._in_flight
-
-
-class _FanoutRecord(Multicast):
-    """One payload object sent from one node to several: every message carries the whole payload."""
-
-    __slots__ = ()
-
-    def messages(self) -> list[Message]:
-        payload, kind, sent, due, size = self.payload, self.kind, self.sent_at, self.due_at, int(self.stop[0])
-        src = int(self.src[0])
-        return [_new(Message, (kind, src, d, payload, sent, due, size)) for d in self.dst.tolist()]
-
-
-def _fanout(entry: tuple) -> Multicast:
-    """A multicast heap entry (one payload, destinations in a list) as a :class:`Multicast`."""
-    dst = np.array(entry[4], dtype=np.int64)
-    n = len(dst)
-    return tuple.__new__(_FanoutRecord, (entry[2], np.full(n, entry[3], dtype=np.int64), dst, np.zeros(n, np.int64),
-                                         np.full(n, entry[7], dtype=np.int64), entry[5], entry[6], entry[0]))
-
-
-def _subset(record: Multicast, mask: np.ndarray) -> Multicast:
-    return tuple.__new__(type(record), (record.kind, record.src[mask], record.dst[mask], record.start[mask],
-                                        record.stop[mask], record.payload, record.sent_at, record.due_at))
-
-
-def _messages(entry: tuple) -> list[Message]:
-    """Every message of a heap entry, one by one."""
-    dst = entry[4]
-    if type(dst) is list:
-        kind, src, payload, sent, due, size = entry[2], entry[3], entry[5], entry[6], entry[0], entry[7]
-        return [_new(Message, (kind, src, d, payload, sent, due, size)) for d in dst]
-    if isinstance(dst, tuple):
-        return dst.messages()
-    return [_new(Message, (entry[2], entry[3], dst, entry[5], entry[6], entry[0], entry[7]))]
-
-
-def _record(entry: tuple) -> Multicast | Message:
-    """What a record reader gets for a heap entry: the :class:`Multicast` itself, or the single Message.
-
-    A multicast of an array payload (``size`` rows, one per record) becomes a :class:`Multicast`
-    whose messages all carry rows ``0:size``; any other multicast payload is handed as Messages.
-    """
-    dst = entry[4]
-    if isinstance(dst, tuple):
-        return dst
-    if type(dst) is list:
-        payload = entry[5]
-        if isinstance(payload, np.ndarray) and len(payload) == entry[7]:
-            dst = np.array(dst, dtype=np.int64)
-            n = len(dst)
-            return Multicast(entry[2], np.full(n, entry[3], dtype=np.int64), dst, np.zeros(n, np.int64),
-                             np.full(n, entry[7], dtype=np.int64), payload, entry[6], entry[0])
-        return _fanout(entry)
-    return _new(Message, (entry[2], entry[3], dst, entry[5], entry[6], entry[0], entry[7]))
-
-
-def _entry(message: Message) -> tuple:
-    return (message.due_at, 0, message.kind, message.src, message.dst, message.payload, message.sent_at,
-            message.size, 1)
-
-
-def _first_dst(entry: tuple) -> int:
-    dst = entry[4]
-    if isinstance(dst, tuple):
-        return int(dst.dst[0])
-    if type(dst) is list:
-        return dst[0]
-    return dst
