@@ -5,9 +5,12 @@ command line is a thin layer over them: for the same scenario, overrides and see
 of a :class:`Results` are those of the command's files, and :meth:`Results.save` writes the
 same files, byte for byte.
 
->>> import netsim
->>> results = netsim.run("quickstart", trials=2, set={"run.horizon": 200})   # doctest: +SKIP
->>> results.trials[["scenario", "protocol", "trial", "group_regret"]]        # doctest: +SKIP
+```python
+import netsim
+
+results = netsim.run("quickstart", trials=2, set={"run.horizon": 200})
+results.trials[["scenario", "protocol", "trial", "group_regret"]]
+```
 
 Scenarios are given by bundled name, by file or as a :class:`~netsim.scenario.Scenario`
 (``netsim.Scenario.load(name).with_(**{"network.agents": 20})``); overrides (``set=``) are a
