@@ -173,11 +173,26 @@ def test_ucb1_crash_state_lost_forgets_and_kept_remembers():
     assert kept.bandit.pulls[0] == 50
 
 
+class Rigid(Pinger):
+    """Test protocol that declares no crash support and refuses duplication."""
+
+    name = "test-fault-rigid"
+    crash_states = ()
+    unsupported_faults = ("duplication",)
+
+
+protocols._items.setdefault(Rigid.name, Rigid)
+
+
 def test_protocols_without_crash_support_reject_crashes():
-    with pytest.raises(InputError, match=r"faults\.crashes.*ddp-mab.*accepted: no crashes"):
-        S.load("li2022-gis-path5", ["faults.crashes=[{node=1, start=1, end=2}]"])
-    with pytest.raises(InputError, match=r"faults\.duplication.*feducb.*duplication"):
-        S.load("dubey2020b-fig1c", ["faults.duplication=0.1"])
+    def load(faults):
+        return S.from_dict(scenario_dict(protocol={"name": Rigid.name}, faults=faults))
+
+    with pytest.raises(InputError, match=r"faults\.crashes.*test-fault-rigid.*accepted: no crashes"):
+        load({"crashes": [{"node": 1, "start": 1, "end": 2}]})
+    with pytest.raises(InputError, match=r"faults\.duplication.*test-fault-rigid.*duplication.*accepted: link_down, "
+                                         r"crash, reorder"):
+        load({"duplication": 0.1})
 
 
 def test_scenario_errors_name_the_key():

@@ -61,7 +61,7 @@ and round, and an agent applies a sync only if its round is newer than the last 
   (a catch-up sync) instead of opening a round; a request never opens a second round while one
   is open. An agent that has waited ``round_timeout`` slots for a sync asks again.
 * Crashes: a crashed agent plays no trial, answers nothing and is not waited for beyond the
-  deadline. When it restarts it asks for a catch-up (``kept``: it keeps its statistics;
+  deadline. When it restarts it asks for a catch-up, which opens no round (``kept``: it keeps its statistics;
   ``lost``: it starts afresh as at line 1, its tree restarts for a new incarnation, and it
   recovers S, s from the controller, which keeps the data of its former incarnation).
   A crashed controller stalls synchronisation: requests and uploads sent to it are dropped and
@@ -172,7 +172,10 @@ class CentralizedFedUCB(Protocol):
             agents = rows = np.flatnonzero(up)
             if not len(agents):
                 return
-        contexts = bandit.observe(agents)
+        # every agent's contexts are drawn (one shared stream), so a crash leaves the others' draws alone
+        contexts = bandit.observe(self.everyone)
+        if rows is not None:
+            contexts = contexts[rows]
         beta = self.params["beta_scale"] * self.cal.beta(state.logdet_v if rows is None else state.logdet_v[rows])
         arms = state.choose(contexts, beta, rows)
         rewards = bandit.pull_many(agents, arms)
@@ -189,8 +192,10 @@ class CentralizedFedUCB(Protocol):
             self._request(int(agent), want=True)
 
     def _request(self, agent: int, *, want: bool) -> None:
-        self.pending[agent] = True
-        self.waiting_since[agent] = self.sim.now
+        """Ask for a round (``want``; the agent then waits for a sync) or only for a catch-up."""
+        if want:
+            self.pending[agent] = True
+            self.waiting_since[agent] = self.sim.now
         payload = (self.request_numbers.next(agent), int(self.synced[agent]), want)
         self.sim.network.send(agent, self.server, "feducb-request", payload)
 
@@ -245,7 +250,7 @@ class CentralizedFedUCB(Protocol):
             self.request_numbers.restart(node)
             self.calls_seen.forget(node)
             self.syncs_seen.forget(node)
-        self._request(node, want=False)  # catch up on the rounds it missed
+        self._request(node, want=False)  # catch up on the rounds it missed (a lost answer: the next round's sync)
 
     # -- controller -----------------------------------------------------------
     def _on_request(self, messages: list) -> None:
@@ -300,7 +305,7 @@ class CentralizedFedUCB(Protocol):
                     S = S + self.latest[agent][1]
                     s = s + self.latest[agent][2]
                 else:
-                    S = S + self.cal.rho_min * np.eye(self.d)
+                    S = S + shift
             if agent in self.former:
                 S = S + self.former[agent][0]
                 s = s + self.former[agent][1]
