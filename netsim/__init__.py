@@ -1,3 +1,61 @@
-"""netsim: a discrete-event network simulator for multi-agent bandit algorithms."""
+"""netsim: a discrete-event network simulator for multi-agent bandit algorithms.
+
+The Python API (the ``netsim`` command line is a thin layer over it):
+
+>>> import netsim
+>>> results = netsim.run("quickstart", trials=4, set={"network.agents": 20})      # doctest: +SKIP
+>>> results.trials.groupby("protocol")["group_regret"].mean()                      # doctest: +SKIP
+>>> grid = netsim.sweep("quickstart", {"network.topology": ["ring", "complete"]})  # doctest: +SKIP
+>>> grid.plot(by="network.topology")                                               # doctest: +SKIP
+>>> grid.save("results/topology")                                                  # doctest: +SKIP
+
+- :func:`run`, :func:`sweep`: run a scenario or a grid of overrides; both return
+  :class:`Results` (``trials``, ``agents``, ``timeseries`` DataFrames, ``plot``, ``save``, ``load``);
+- :class:`Scenario`: ``Scenario.load(name_or_path)`` and ``.with_(**dotted_overrides)``;
+- :func:`load_plugin`: register the protocols of a ``.py`` file (``--plugin`` on the command line);
+- :mod:`netsim.testing`: a one-call trial runner and a message spy for protocol authors;
+- :class:`InputError` (bad input, one clear line) and :class:`ProtocolError` (a protocol misusing
+  the engine).
+
+Importing ``netsim`` is cheap: these names load their modules (and pandas, matplotlib, the
+protocols) the first time they are used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# public name -> module defining it, imported on first use (PEP 562)
+_LAZY = {
+    "run": "netsim.api",
+    "sweep": "netsim.api",
+    "Results": "netsim.resultset",
+    "Scenario": "netsim.scenario",
+    "load_plugin": "netsim.registry",
+    "InputError": "netsim.errors",
+    "ProtocolError": "netsim.errors",
+}
+__all__ = ["InputError", "ProtocolError", "Results", "Scenario", "__version__", "load_plugin", "run", "sweep"]
+
+if TYPE_CHECKING:
+    from netsim.api import run, sweep
+    from netsim.errors import InputError, ProtocolError
+    from netsim.registry import load_plugin
+    from netsim.resultset import Results
+    from netsim.scenario import Scenario
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'netsim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

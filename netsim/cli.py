@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,6 +34,7 @@ examples:
   netsim sweep quickstart --grid network.agents=5,10 --grid network.topology=ring,complete --trials 4
   netsim run quickstart --executor dask --scheduler tcp://SCHEDULER-HOST:8786
   netsim audit laplace --epsilon 0.5       empirical privacy audit (netsim audit --all: every mechanism)
+  netsim run my.toml --plugin my_protocol.py   a protocol from a file (or NETSIM_PLUGINS=my_protocol.py)
 """
 
 
@@ -119,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--trials", type=int, default=100_000, help="runs per input and phase (default 100000)")
     audit.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
     audit.add_argument("--confidence", type=float, default=0.95, help="confidence of eps_lo (default 0.95)")
+    for command in sub.choices.values():
+        command.add_argument("--plugin", dest="plugins", action="append", default=[], type=Path, metavar="FILE.py",
+                             help="load the protocols (bandit kinds, topologies) a Python file registers "
+                                  "(repeatable; NETSIM_PLUGINS=FILE.py:... does the same)")
     return parser
 
 
@@ -140,68 +144,51 @@ def _executor(args: argparse.Namespace):
                                 timeout=args.scheduler_timeout)
 
 
-def _stamp() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    from netsim import results as R
-    from netsim import runner
-    from netsim import scenario as S
+    from netsim import api
 
-    scenario = runner.with_run_options(S.load(args.scenario, args.overrides), trials=args.trials, seed=args.seed)
+    scenario = api.prepare(args.scenario, set=args.overrides, trials=args.trials, seed=args.seed)
     out = args.out or Path("results") / scenario.name
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {str(out)!r} exists and is not a folder")
-    started = _stamp()
-    progress = False if args.quiet else None
     with _executor(args) as executor:
         print(f"netsim: running {scenario.name} ({scenario.run['trials']} trial(s), protocol "
               f"{scenario.protocol['name']}, {scenario.network['agents']} agents, horizon "
               f"{scenario.run['horizon']:g}, executor {executor.name})", file=sys.stderr)
-        results = runner.run_scenario(scenario, executor=executor, progress=progress)
-    written = R.write_results(out, scenario, results, fmt=args.format, started=started, finished=_stamp(),
-                              argv=["netsim", *sys.argv[1:]])
-    if not args.no_plots:
-        from netsim.plots import plot_folder
-
-        for path in plot_folder(out, title=scenario.name):
-            written[path.name] = path
-    table = R.summary(results)
+        results = api.run(scenario, executor=executor, progress=None if not args.quiet else False)
+    results.meta["command"] = ["netsim", *sys.argv[1:]]
+    written = results.save(out, format=args.format, plots=not args.no_plots)
+    table = results.summary()
     with_pd_options(lambda: print(table.to_string(float_format=lambda v: f"{v:,.4g}")))
     print(f"\nwrote {', '.join(sorted(written))} to {out}/")
     return 0
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from netsim import sweep as W
+    from netsim import api
+    from netsim import sweeps as W
 
-    plan = W.plan(args.scenario, args.grid, overrides=args.overrides, trials=args.trials, seed=args.seed)
+    plan = api.plan(args.scenario, args.grid, set=args.overrides, trials=args.trials, seed=args.seed)
     out = args.out or Path("results") / f"{Path(plan.points[0].scenario.name).name}-sweep"
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {str(out)!r} exists and is not a folder")
-    started = _stamp()
     total = len(plan.points) * plan.trials
     try:
         with _executor(args) as executor:
             print(f"netsim: sweep of {plan.points[0].scenario.name}: {len(plan.points)} point(s) x {plan.trials} "
                   f"trial(s) = {total} unit(s), executor {executor.name}, store {out / 'units'}", file=sys.stderr)
-            outcome = W.run(plan, out, executor=executor, progress=False if args.quiet else None)
-            executor_name = executor.name
+            results = api.run_plan(plan, executor=executor, out=out, progress=None if not args.quiet else False)
     except KeyboardInterrupt:
         store = W.UnitStore(out / "units")
         stored = sum(store.path(unit.id).is_file() for unit in plan.units())
         print(f"netsim: interrupted; {stored} of {total} unit(s) are stored in {out / 'units'}; "
               "rerun the same command to run only the missing ones", file=sys.stderr)
         return 130
-    print(f"netsim: {outcome.reused} unit(s) found in the store, {outcome.ran} run now", file=sys.stderr)
-    frames = W.tables(plan, outcome.results)
-    written = [p.name for p in W.write_tables(out, frames)]
-    written.append(W.write_meta(out, plan, outcome, argv=["netsim", *sys.argv[1:]], started=started,
-                                finished=_stamp(), executor=executor_name).name)
-    if not args.no_plots:
-        written += [p.name for p in W.plot(out, plan, frames["sweep_timeseries"])]
-    table = W.summary(plan, frames["sweep"])
+    print(f"netsim: {results.meta['units_reused']} unit(s) found in the store, {results.meta['units_run']} run now",
+          file=sys.stderr)
+    results.meta["command"] = ["netsim", *sys.argv[1:]]
+    written = results.save(out, plots=not args.no_plots)
+    table = results.summary()
     with_pd_options(lambda: print(table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")))
     print(f"\nwrote {', '.join(written)} to {out}/")
     return 0
@@ -252,7 +239,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     if not args.folder.is_dir():
         raise InputError(f"results folder {str(args.folder)!r} not found")
     if (args.folder / "sweep_timeseries.csv").is_file():
-        from netsim import sweep as W
+        from netsim import sweeps as W
 
         print("wrote " + ", ".join(str(p) for p in W.plot_folder(args.folder)))
         return 0
@@ -329,6 +316,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             build_parser().print_help()
             return 2
+        if args.plugins:
+            from netsim.registry import load_plugin_files
+
+            load_plugin_files(args.plugins, origin="--plugin")
         return COMMANDS[args.command](args)
     except InputError as exc:
         print(f"netsim: error: {exc}", file=sys.stderr)

@@ -37,12 +37,18 @@ TICK = NORMAL
 
 
 class Message(NamedTuple):
-    """One message in flight. ``due_at - sent_at`` is the sampled link delay."""
+    """One message in flight. ``due_at - sent_at`` is the sampled link delay.
+
+    ``kind`` names the message type (handlers subscribe to it); ``src`` and ``dst`` are node ids;
+    ``payload`` is whatever the sender passed (never copied: a receiver must not change it);
+    ``sent_at`` and ``due_at`` are simulated times; ``size`` is the number of records it
+    carries (``records`` in the counters, one by default).
+    """
 
     kind: str
     src: int
     dst: int
-    payload: Any
+    payload: object  # ``object`` rather than ``Any``: the generated __new__ cannot resolve the name ``Any``
     sent_at: float
     due_at: float
     size: int = 1

@@ -55,10 +55,8 @@ def _band_plot(series: pd.DataFrame, column: str, ylabel: str, title: str) -> by
     return draw((6.4, 4.2), paint)
 
 
-def plot_folder(folder: Path, title: str | None = None) -> list[Path]:
-    """(Re)draw ``regret.png`` and, when any link was built, ``communication.png`` in ``folder``."""
-    series = read_table(folder, "timeseries")
-    title = title or folder.name
+def write_figures(folder: Path, series: pd.DataFrame, title: str) -> list[Path]:
+    """Draw ``regret.png`` and, when any link was built, ``communication.png`` of ``series`` into ``folder``."""
     written = []
     path = folder / "regret.png"
     atomic_write(path, _band_plot(series, "group_regret", "group pseudo-regret", title))
@@ -68,3 +66,8 @@ def plot_folder(folder: Path, title: str | None = None) -> list[Path]:
         atomic_write(path, _band_plot(series, "comm_cost", "communication cost C(t) (li2022 Eq. 2)", title))
         written.append(path)
     return written
+
+
+def plot_folder(folder: Path, title: str | None = None) -> list[Path]:
+    """(Re)draw the figures of a results folder from its time-series table (see :func:`write_figures`)."""
+    return write_figures(folder, read_table(folder, "timeseries"), title or folder.name)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from netsim.errors import InputError
 from netsim.scenario import Scenario
 from netsim.sim import TrialResult
 
@@ -111,23 +112,15 @@ def git_revision() -> str | None:
         return None
 
 
-def write_results(
-    out: Path, scenario: Scenario, results: Sequence[TrialResult], *, fmt: str = "csv",
-    started: str = "", finished: str = "", argv: Sequence[str] | None = None,
-) -> dict[str, Path]:
-    """Write every result file of a run into ``out`` as one unit; return name → path.
+def run_tables(results: Sequence[TrialResult]) -> dict[str, pd.DataFrame]:
+    """The tables of a run: ``trials``, ``agents``, ``timeseries`` and ``timings``."""
+    return {"trials": trials_table(results), "agents": agents_table(results), "timeseries": series_table(results),
+            "timings": timings_table(results)}
 
-    All files are first rendered to temporary files; they are then renamed into place with
-    Ctrl-C held back, so an interruption leaves either the complete new set or the old files.
-    """
-    ext = "csv" if fmt == "csv" else "parquet"
-    tables = {
-        f"trials.{ext}": trials_table(results),
-        f"agents.{ext}": agents_table(results),
-        f"timeseries.{ext}": series_table(results),
-        f"timings.{ext}": timings_table(results),
-    }
-    contents = {name: _table_bytes(frame, fmt) for name, frame in tables.items()}
+
+def run_meta(scenario: Scenario, results: Sequence[TrialResult], *, started: str = "", finished: str = "",
+             argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """The ``meta.json`` of a run as plain JSON data (what reading the file back gives)."""
     meta = {
         "scenario": scenario.as_dict(),
         "scenario_file": scenario.path,
@@ -140,8 +133,29 @@ def write_results(
         "finished": finished,
         "instances": [r.info for r in results],
     }
+    return json.loads(json.dumps(meta, default=_json_default))
+
+
+def file_contents(tables: dict[str, pd.DataFrame], meta: dict[str, Any], fmt: str = "csv") -> dict[str, bytes]:
+    """File name → bytes: each table as ``NAME.csv`` (or ``.parquet``), and ``meta.json``."""
+    if fmt not in FORMATS:
+        raise InputError(f"--format {fmt!r}: accepted: {', '.join(FORMATS)}")
+    contents = {f"{name}.{fmt}": _table_bytes(frame, fmt) for name, frame in tables.items()}
     contents["meta.json"] = json.dumps(meta, indent=2, default=_json_default).encode()
-    return write_together(out, contents)
+    return contents
+
+
+def write_results(
+    out: Path, scenario: Scenario, results: Sequence[TrialResult], *, fmt: str = "csv",
+    started: str = "", finished: str = "", argv: Sequence[str] | None = None,
+) -> dict[str, Path]:
+    """Write every result file of a run into ``out`` as one unit; return name → path.
+
+    All files are first rendered to temporary files; they are then renamed into place with
+    Ctrl-C held back, so an interruption leaves either the complete new set or the old files.
+    """
+    meta = run_meta(scenario, results, started=started, finished=finished, argv=argv)
+    return write_together(out, file_contents(run_tables(results), meta, fmt))
 
 
 def write_together(out: Path, contents: dict[str, bytes]) -> dict[str, Path]:
@@ -198,9 +212,8 @@ def read_table(folder: Path, name: str) -> pd.DataFrame:
     raise FileNotFoundError(csv)
 
 
-def summary(results: Sequence[TrialResult]) -> pd.DataFrame:
-    """Mean, std, min and max over trials of the headline columns (for the terminal)."""
-    frame = trials_table(results)
+def summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean, std, min and max over the trials of ``frame`` (a trials table) of the headline columns."""
     columns = ["group_regret", "mean_agent_regret", "comm_cost", "links_agent_agent", "links_server_agent",
                "messages_sent", "rounds"]
     columns += [c for c in frame.columns if c not in TRIAL_COLUMNS and not c.startswith("sent_")

@@ -2,7 +2,7 @@
 
 Trial ``i`` of a run seeded with ``seed`` always uses ``SeedSequence(seed, spawn_key=(i,))``,
 and trial ``i`` of sweep point ``p`` uses ``SeedSequence(seed, spawn_key=(*p, i))`` (see
-:func:`netsim.streams.trial_sequence` and :func:`netsim.sweep.point_key`). A unit carries
+:func:`netsim.streams.trial_sequence` and :func:`netsim.sweeps.point_key`). A unit carries
 everything it needs, so results do not depend on the executor, the number of jobs or the
 order in which units finish: callers sort them before writing.
 
@@ -26,11 +26,11 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import Any, Self
 
+from netsim import registry
 from netsim.errors import InputError
-from netsim.params import Frozen
 from netsim.scenario import Scenario
 from netsim.sim import TrialResult, run_trial
 from netsim.streams import trial_sequence
@@ -43,17 +43,21 @@ DEFAULT_SCHEDULER_TIMEOUT = 10.0
 class Unit:
     """One trial of one scenario: everything a worker needs (picklable).
 
-    ``point`` is the spawn-key prefix of a sweep point (empty for a plain run).
+    ``point`` is the spawn-key prefix of a sweep point (empty for a plain run). ``plugins`` are
+    the plug-in files loaded where the unit was made (``--plugin``, ``NETSIM_PLUGINS``): a worker
+    process imports them before it runs the unit, whatever its start method or machine.
     """
 
     scenario: Scenario
     trial: int
     point: tuple[int, ...] = ()
+    plugins: tuple[str, ...] = field(default_factory=registry.plugin_files)
 
     def seed_sequence(self):
         return trial_sequence(self.scenario.run["seed"], self.trial, self.point)
 
     def run(self) -> TrialResult:
+        registry.load_plugin_files(self.plugins, origin="plug-in file")
         return run_trial(self.scenario, self.seed_sequence(), self.trial)
 
 
@@ -63,16 +67,16 @@ def _run_unit(unit: Unit) -> TrialResult:
 
 def with_run_options(scenario: Scenario, *, trials: int | None = None, seed: int | None = None) -> Scenario:
     """``scenario`` with ``run.trials`` / ``run.seed`` replaced (command-line flags win over the file)."""
-    run = dict(scenario.run)
+    changes = {}
     if trials is not None:
-        if trials < 1:
+        if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
             raise InputError(f"--trials {trials}: accepted: an integer >= 1")
-        run["trials"] = trials
+        changes["run.trials"] = trials
     if seed is not None:
-        if seed < 0:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise InputError(f"--seed {seed}: accepted: an integer >= 0")
-        run["seed"] = seed
-    return replace(scenario, run=Frozen(run))
+        changes["run.seed"] = seed
+    return scenario.with_(**changes) if changes else scenario
 
 
 # ---------------------------------------------------------------------- executors
@@ -221,15 +225,19 @@ class DaskExecutor(Executor):
         except TimeoutError:
             raise InputError(f"{where}: no dask worker joined within {timeout:g} s; accepted: a scheduler with "
                              "workers (start them with: dask worker ADDR)") from None
+        # Workers also import the plug-in files (the scheduler never does): they must find the same files.
+        plugins = registry.plugin_files()
         try:
-            remote.update(self.client.run(code_fingerprint))
+            workers = self.client.run(code_fingerprint, plugins)
         except Exception as exc:  # noqa: BLE001
             raise InputError(f"{where}: a worker cannot run netsim ({_first_line(exc)}); {accepted}") from None
-        for name, found in remote.items():
-            if found != local:
+        expected = {"scheduler": local} | dict.fromkeys(workers, code_fingerprint(plugins))
+        for name, found in (remote | workers).items():
+            if found != expected[name]:
+                files = f" and plug-in files {', '.join(plugins)}" if plugins and name != "scheduler" else ""
                 raise InputError(f"{where}: {name} runs netsim {found['netsim']} with code {found['code'][:12]}, "
-                                 f"here it is {local['netsim']} with code {local['code'][:12]}; "
-                                 f"accepted: the same netsim on every machine")
+                                 f"here it is {expected[name]['netsim']} with code {expected[name]['code'][:12]}; "
+                                 f"accepted: the same netsim{files} on every machine")
 
     def results(self, fn, items):
         distributed = _dask()
@@ -268,10 +276,11 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
-def code_fingerprint() -> dict[str, str]:
-    """netsim's version and a SHA-256 over the source of netsim and the protocol plug-ins.
+def code_fingerprint(plugin_files: Sequence[str] = ()) -> dict[str, str]:
+    """netsim's version and a SHA-256 over the source of netsim, the protocol packages and ``plugin_files``.
 
-    Two processes with the same fingerprint run the same simulation code.
+    Two processes with the same fingerprint run the same simulation code. A plug-in file missing
+    on this machine is hashed as missing (so the fingerprints differ).
     """
     import hashlib
     import importlib
@@ -294,6 +303,10 @@ def code_fingerprint() -> dict[str, str]:
             digest.update(f"{package}/{path.relative_to(root).as_posix()}\0".encode())
             digest.update(path.read_bytes())
             digest.update(b"\0")
+    for name in plugin_files:
+        path = Path(name)
+        digest.update(f"plugin {name}\0".encode())
+        digest.update(path.read_bytes() if path.is_file() else b"\0missing\0")
     return {"netsim": __version__, "code": digest.hexdigest()}
 
 

@@ -7,9 +7,10 @@ an :class:`~netsim.errors.InputError` naming the file, the dotted key and what i
 
 from __future__ import annotations
 
+import copy
 import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from importlib.resources import files
@@ -30,6 +31,10 @@ from netsim.registry import SCENARIO_GROUP, bandits, protocols, topologies
 from netsim.streams import Streams, trial_sequence
 
 DEFAULT_SCENARIO = "quickstart"
+
+#: Scenario overrides: ``KEY=VALUE`` strings read like ``--set`` (the value as TOML), or a mapping
+#: of dotted keys to Python values (``{"network.agents": 20}``; ``__`` may stand for the dots).
+Overrides = Mapping[str, Any] | Sequence[str]
 
 TOP = {
     "name": P.text(doc="scenario name (defaults to the file name)"),
@@ -102,7 +107,18 @@ OPTIONAL_RUN = {"watchdog": 0.0, "wall_budget": 0.0}
 
 @dataclass(frozen=True)
 class Scenario:
-    """A validated scenario: every section with its defaults filled in."""
+    """A validated scenario: every section with its defaults filled in.
+
+    ``document`` is the scenario as it was given (the TOML document with its overrides applied,
+    file paths made absolute), before defaults: :meth:`with_` applies further overrides to it
+    and validates again, exactly as if they had been given with ``--set``.
+
+    Examples
+    --------
+    >>> s = Scenario.load("quickstart").with_(**{"network.agents": 4}, run__horizon=50)
+    >>> s.network["agents"], s.run["horizon"]
+    (4, 50.0)
+    """
 
     name: str
     description: str
@@ -116,6 +132,30 @@ class Scenario:
     run: Mapping[str, Any]
     path: str = ""
     faults: Mapping[str, Any] = field(default_factory=lambda: P.Frozen())
+    document: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def load(cls, name_or_path: str | Path | None = None, set: Overrides | None = None) -> Scenario:
+        """Read, override and validate a scenario file or bundled scenario (see :func:`load`)."""
+        return load(name_or_path, set)
+
+    def with_(self, **overrides: Any) -> Scenario:
+        """This scenario with dotted keys replaced, validated again.
+
+        Parameters
+        ----------
+        **overrides:
+            Dotted keys and Python values: ``with_(**{"protocol.epsilon": 0.5})``, or with ``__``
+            for the dots, ``with_(protocol__epsilon=0.5)``. A table value replaces the whole
+            table: ``with_(protocol={"name": "ucb1"})`` switches protocol without carrying over
+            the old protocol's keys.
+
+        Raises
+        ------
+        InputError
+            A key that is not accepted or a value out of range (naming the key and the file).
+        """
+        return load(self, overrides)
 
     def as_dict(self) -> dict[str, Any]:
         """The resolved scenario as a TOML-ready nested dict."""
@@ -190,24 +230,53 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return key.split("."), value
 
 
-def apply_overrides(document: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply ``--set`` overrides to a raw (unvalidated) scenario document."""
-    for text in overrides:
-        keys, value = parse_override(text)
+def _assignments(overrides: Overrides) -> Iterator[tuple[list[str], Any, str]]:
+    """``(keys, value, how the user wrote it)`` for each override, in order."""
+    if isinstance(overrides, Mapping):
+        for key, value in overrides.items():
+            keys = str(key).replace("__", ".").split(".")
+            if any(not part for part in keys):
+                raise InputError(f"override {key!r}: expected a dotted KEY, e.g. network.agents")
+            yield keys, value, f"override {key!r}"
+    else:
+        for text in overrides:
+            keys, value = parse_override(text)
+            yield keys, value, f"--set {text!r}"
+
+
+def apply_overrides(document: dict[str, Any], overrides: Overrides) -> dict[str, Any]:
+    """Apply overrides (:data:`Overrides`) to a raw (unvalidated) scenario document."""
+    for keys, value, label in _assignments(overrides):
         target = document
         for part in keys[:-1]:
             nxt = target.setdefault(part, {})
             if not isinstance(nxt, dict):
-                raise InputError(f"--set {text!r}: {part!r} is not a table", key=".".join(keys))
+                raise InputError(f"{label}: {part!r} is not a table", key=".".join(keys))
             target = nxt
-        target[keys[-1]] = value
+        target[keys[-1]] = copy.deepcopy(value)
     return document
 
 
 # ---------------------------------------------------------------------- validation
-def load(name_or_path: str | None = None, overrides: list[str] | None = None) -> Scenario:
-    """Read, override and validate a scenario; errors name the file."""
-    path = locate(name_or_path)
+def load(name_or_path: str | Path | Scenario | None = None, overrides: Overrides | None = None) -> Scenario:
+    """Read, override and validate a scenario; errors name the file.
+
+    Parameters
+    ----------
+    name_or_path:
+        A scenario file, the name of a bundled scenario (``None``: the quickstart), or a
+        :class:`Scenario`, whose ``document`` the overrides then apply to.
+    overrides:
+        ``KEY=VALUE`` strings (as ``--set``) or a mapping of dotted keys to values.
+    """
+    if isinstance(name_or_path, Scenario):
+        base = name_or_path
+        document = apply_overrides(copy.deepcopy(dict(base.document)), overrides or [])
+        try:
+            return from_dict(document, base_dir=Path(base.path).parent if base.path else None, path=base.path)
+        except InputError as exc:
+            raise exc.located(base.path) if base.path else exc from None
+    path = locate(None if name_or_path is None else str(name_or_path))
     try:
         document = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
@@ -254,6 +323,10 @@ def from_dict(document: Mapping[str, Any], *, base_dir: Path | None = None, path
         raise InputError(f"agent {bad[0]} does not exist; accepted: ids 0..{network['agents'] - 1}",
                          source=source, key="adversary.agents")
 
+    given = copy.deepcopy(dict(document))
+    for section, table in (("bandit", bandit), ("network", network)):
+        if "file" in table:  # absolute, so that the document validates the same from any folder
+            given[section] = {**given[section], "file": table["file"]}
     scenario = Scenario(
         name=doc["name"], description=doc["description"], source=doc["source"], scaled=doc["scaled"],
         bandit=P.Frozen(bandit), network=P.Frozen(network),
@@ -262,6 +335,7 @@ def from_dict(document: Mapping[str, Any], *, base_dir: Path | None = None, path
         run=P.Frozen(P.validate(doc["run"], RUN, where="run", source=source)),
         path=path,
         faults=P.Frozen(F.validate(doc["faults"], nodes=network["agents"] + network["servers"], source=source)),
+        document=given,
     )
     _check_protocol_fit(scenario, protocol_cls, source)
     return scenario

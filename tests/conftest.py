@@ -58,3 +58,15 @@ def scenario_dict(**sections) -> dict:
     for key, value in sections.items():
         doc[key] = value
     return doc
+
+
+@pytest.fixture
+def isolated_plugins(monkeypatch):
+    """Plug-in files loaded by the test are forgotten after it (the registries are process-wide)."""
+    from netsim import registry
+
+    registry.load_plugins()
+    for table in registry._REGISTRIES:
+        monkeypatch.setattr(table, "_items", dict(table._items))
+    monkeypatch.setattr(registry, "_files", dict(registry._files))
+    return registry

@@ -133,7 +133,7 @@ def test_run_and_sweep_on_a_local_dask_cluster(tmp_path):
     """One LocalCluster of two workers serves a run and a sweep; both match serial byte for byte."""
     pytest.importorskip("distributed")
     from netsim import results as R
-    from netsim import sweep as W
+    from netsim import sweeps as W
 
     scenario = runner.with_run_options(S.load("quickstart", SMALL[1::2]), trials=3)
     serial_run = runner.run_scenario(scenario)
@@ -152,7 +152,7 @@ def test_run_and_sweep_on_a_local_dask_cluster(tmp_path):
 
 def test_losing_the_cluster_mid_sweep_is_an_input_error_and_keeps_units(tmp_path):
     pytest.importorskip("distributed")
-    from netsim import sweep as W
+    from netsim import sweeps as W
 
     plan = W.plan("quickstart", GRID[1::2], overrides=["run.horizon=1500", "run.checkpoints=3"], trials=2)
     stored = []
@@ -276,3 +276,18 @@ def test_sweep_through_a_real_dask_cluster_matches_serial(tmp_path, dask_cluster
                "--out", tmp_path / "run-dask", "--no-plots", "--quiet") == 0
     for table in RUN_TABLES:
         assert (tmp_path / "run-serial" / table).read_bytes() == (tmp_path / "run-dask" / table).read_bytes()
+
+
+def test_dask_workers_import_the_plugin_files(tmp_path, dask_cluster, isolated_plugins):
+    """A protocol from a --plugin file runs on workers that never saw the flag (the units carry the path)."""
+    import netsim
+    from tests.test_protocol_author_guide import guide_file
+
+    (tmp_path / "neighbour_ucb.py").write_text(guide_file("neighbour_ucb.py"))
+    (tmp_path / "guide.toml").write_text(guide_file("guide.toml"))
+    netsim.load_plugin(tmp_path / "neighbour_ucb.py")
+    options = {"set": {"run.horizon": 40}, "trials": 3}
+    serial = netsim.run(str(tmp_path / "guide.toml"), **options)
+    remote = netsim.run(str(tmp_path / "guide.toml"), scheduler=dask_cluster, **options)
+    assert remote.meta["trials"] == 3 and (remote.trials["messages_sent"] == 6 * 5 * 40).all()
+    assert remote.trials.to_csv(index=False) == serial.trials.to_csv(index=False)

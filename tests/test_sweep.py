@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netsim import runner
-from netsim import sweep as W
+from netsim import sweeps as W
 from netsim.cli import main
 from netsim.errors import InputError
 from netsim.streams import trial_sequence

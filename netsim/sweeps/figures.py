@@ -11,9 +11,8 @@ import numpy as np
 import pandas as pd
 
 from netsim import results as R
-from netsim.sweep.grid import toml_value
-from netsim.sweep.plan import Plan
-from netsim.sweep.tables import cell
+from netsim.sweeps.grid import toml_value
+from netsim.sweeps.tables import cell
 
 
 def _label(value: Any) -> str:
@@ -24,12 +23,6 @@ def _label(value: Any) -> str:
 
 def _safe(key: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in key)
-
-
-def plot(out: Path, plan_: Plan, series: pd.DataFrame, title: str | None = None) -> list[Path]:
-    """The figures of a sweep just run (see :func:`draw`)."""
-    points = [dict(p.assignments) for p in plan_.points]
-    return draw(out, plan_.keys, points, series, title or plan_.scenario)
 
 
 def plot_folder(folder: Path) -> list[Path]:

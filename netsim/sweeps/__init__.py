@@ -8,15 +8,15 @@ Once every unit is stored the combined tables and ``meta.json`` are written (:mo
 and the figures drawn (:mod:`.figures`).
 """
 
-from netsim.sweep.execute import Outcome, run
-from netsim.sweep.figures import draw, plot, plot_folder
-from netsim.sweep.grid import Axis, parse_axis, parse_grid, toml_value
-from netsim.sweep.plan import Plan, PlannedUnit, Point, plan
-from netsim.sweep.store import UnitStore, decode_result, encode_result, locked, point_key, unit_id
-from netsim.sweep.tables import summary, tables, write_meta, write_tables
+from netsim.sweeps.execute import Outcome, run
+from netsim.sweeps.figures import draw, plot_folder
+from netsim.sweeps.grid import Axis, parse_axis, parse_grid, toml_value
+from netsim.sweeps.plan import Plan, PlannedUnit, Point, plan
+from netsim.sweeps.store import UnitStore, decode_result, encode_result, locked, point_key, unit_id
+from netsim.sweeps.tables import meta, summary, tables, write_tables
 
 __all__ = [
     "Axis", "Outcome", "Plan", "PlannedUnit", "Point", "UnitStore", "decode_result", "draw", "encode_result",
-    "locked", "parse_axis", "parse_grid", "plan", "plot", "plot_folder", "point_key", "run", "summary", "tables",
-    "toml_value", "unit_id", "write_meta", "write_tables",
+    "locked", "meta", "parse_axis", "parse_grid", "plan", "plot_folder", "point_key", "run", "summary", "tables",
+    "toml_value", "unit_id", "write_tables",
 ]

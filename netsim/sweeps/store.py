@@ -33,7 +33,7 @@ from netsim.errors import InputError
 from netsim.sim import TrialResult
 
 if TYPE_CHECKING:
-    from netsim.sweep.plan import PlannedUnit
+    from netsim.sweeps.plan import PlannedUnit
 
 STORE_FORMAT = 1
 

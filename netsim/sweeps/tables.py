@@ -18,10 +18,10 @@ import pandas as pd
 
 from netsim import results as R
 from netsim.sim import TrialResult
-from netsim.sweep.execute import Outcome
-from netsim.sweep.grid import toml_value
-from netsim.sweep.plan import Plan
-from netsim.sweep.store import plain_default
+from netsim.sweeps.execute import Outcome
+from netsim.sweeps.grid import toml_value
+from netsim.sweeps.plan import Plan
+from netsim.sweeps.store import plain_default
 
 
 def cell(value: Any) -> Any:
@@ -63,9 +63,10 @@ def write_tables(out: Path, frames: Mapping[str, pd.DataFrame]) -> list[Path]:
     return written
 
 
-def write_meta(out: Path, plan_: Plan, outcome: Outcome, *, argv: Sequence[str], started: str,
-               finished: str, executor: str) -> Path:
-    meta = {
+def meta(plan_: Plan, outcome: Outcome, *, argv: Sequence[str], started: str, finished: str,
+         executor: str) -> dict[str, Any]:
+    """The ``meta.json`` of a sweep as plain JSON data (what reading the file back gives)."""
+    data = {
         "sweep": plan_.describe(),
         "points": [{"point": p.index, **{k: v for k, v in p.assignments.items()}, "seed_key": list(p.key)}
                    for p in plan_.points],
@@ -73,17 +74,15 @@ def write_meta(out: Path, plan_: Plan, outcome: Outcome, *, argv: Sequence[str],
         "executor": executor, "versions": R.versions(), "git_revision": R.git_revision(),
         "command": list(argv), "started": started, "finished": finished,
     }
-    path = out / "meta.json"
-    R.atomic_write(path, json.dumps(meta, indent=2, default=plain_default).encode())
-    return path
+    return json.loads(json.dumps(data, default=plain_default))
 
 
-def summary(plan_: Plan, frame: pd.DataFrame) -> pd.DataFrame:
-    """Per point: mean of the headline columns over trials."""
+def summary(keys: Sequence[str], frame: pd.DataFrame) -> pd.DataFrame:
+    """Per point: mean of the headline columns over trials (``keys``: the grid keys)."""
     columns = ["group_regret", "comm_cost", "messages_sent"]
     grouped = frame.groupby("point", sort=True)
     table = grouped[columns].mean()
     table.insert(0, "trials", grouped.size())
-    for key in reversed(plan_.keys):
+    for key in reversed(keys):
         table.insert(0, key, grouped[key].first())
     return table.reset_index(drop=True)

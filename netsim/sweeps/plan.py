@@ -14,8 +14,8 @@ from typing import Any
 from netsim import runner
 from netsim import scenario as S
 from netsim.errors import InputError
-from netsim.sweep.grid import Axis, parse_grid, toml_value
-from netsim.sweep.store import point_key, unit_id, unit_ids
+from netsim.sweeps.grid import Axis, parse_grid, toml_value
+from netsim.sweeps.store import point_key, unit_id, unit_ids
 
 
 def _resolved_value(scenario: S.Scenario, key: str, raw: Any) -> Any:
@@ -78,9 +78,13 @@ class Plan:
                 "trials": self.trials, "seed": self.seed, "points": len(self.points)}
 
 
-def plan(scenario: str | None, grid: Sequence[str], *, overrides: Sequence[str] = (), trials: int | None = None,
-         seed: int | None = None) -> Plan:
-    """Parse the grid and validate the scenario of every point (errors name the point)."""
+def plan(scenario: str | S.Scenario | None, grid: Sequence[str], *, overrides: Sequence[str] = (),
+         trials: int | None = None, seed: int | None = None) -> Plan:
+    """Parse the grid and validate the scenario of every point (errors name the point).
+
+    ``scenario`` is a file, a bundled name or a :class:`~netsim.scenario.Scenario`; ``grid``
+    holds ``KEY=V1,V2,...`` strings and ``overrides`` ``KEY=VALUE`` strings, as on the command line.
+    """
     axes = parse_grid(grid)
     base = runner.with_run_options(S.load(scenario, list(overrides)), trials=trials, seed=seed)
     sweeps_seed = any(axis.key == "run.seed" for axis in axes)
@@ -101,5 +105,6 @@ def plan(scenario: str | None, grid: Sequence[str], *, overrides: Sequence[str] 
                              "accepted: distinct values for each key")
         seen[identity] = ", ".join(sets)
         points.append(Point(index, assignments, point_scenario))
-    return Plan(scenario or S.DEFAULT_SCENARIO, tuple(overrides), tuple(axes), base.run["trials"],
+    label = scenario.name if isinstance(scenario, S.Scenario) else str(scenario or S.DEFAULT_SCENARIO)
+    return Plan(label, tuple(overrides), tuple(axes), base.run["trials"],
                 base.run["seed"], tuple(points))
