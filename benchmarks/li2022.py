@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
                   "commas", file=sys.stderr)
             return 2
         if min(agents) < 2 or args.horizon <= 0:
-            print("python -m benchmarks.li2022: --agents needs integers >= 2 and --horizon a number > 0", file=sys.stderr)
+            print("python -m benchmarks.li2022: --agents needs integers >= 2 and --horizon a number > 0",
+                  file=sys.stderr)
             return 2
         out = scale(agents, args.horizon)
     else:

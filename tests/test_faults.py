@@ -303,13 +303,3 @@ def test_link_process_stream_does_not_depend_on_query_order():
         mixed._link_down(2, 3, t)
         second.append(mixed._link_down(1, 0, t))
     assert second == first and any(first) and not all(first)
-
-
-def test_reliability_table_covers_every_protocol():
-    from benchmarks.reliability import BASES, FAULTS, cell
-
-    registered = {n for n in protocols.names() if not n.startswith("test-")}
-    assert registered <= set(BASES), f"add a base instance to benchmarks/reliability.py for {registered - set(BASES)}"
-    base = {"group_regret": 1.0, "comm_cost": 0.0, "end_time": 100.0}
-    assert cell("ddp-mab", "crash (kept)", base, 1, 100.0, 10.0)["outcome"] == "rejected"
-    assert set(FAULTS) == {"link down", "crash (kept)", "crash (lost)", "duplication", "reorder"}
