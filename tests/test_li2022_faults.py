@@ -122,7 +122,8 @@ def test_reordered_messages_of_an_older_round_are_ignored():
 def test_agent_crash_and_restart(name, state):
     """Agent 1 is down during [600, 1500): the trial ends ok, the books balance, agent 1 pulls exactly
     once per slot while up (T minus the 900 slots it was down) and not once while down; the others
-    pull every slot."""
+    pull every slot. The crash falls in epoch 2's exploration and the restart in epoch 3's: agent 1
+    privatises neither, so it ends with the S(1) samples of epoch 1 (kept) or none (lost)."""
     start, end, horizon = 600.0, 1500.0, 3000.0
     faults = {"crashes": [{"node": 1, "start": start, "end": end}], "state": state}
     sim, row, seen = simulate(build(name, faults=faults), probes=(start, end - 0.5))
@@ -133,7 +134,8 @@ def test_agent_crash_and_restart(name, state):
     assert pulls[1] == horizon - slot_starts(start, end, horizon)
     assert (np.delete(pulls, 1) == horizon).all()
     assert row["rounds_completed"] >= 2
-    assert row["dropped_crashed"] >= 0
+    s1 = sim.protocol.schedule.plan(1, 4, 0).samples
+    assert sim.protocol.state.counts[1] == (s1 if state == "kept" else 0)
 
 
 def round_ends(sim):
@@ -344,3 +346,36 @@ def test_slot_runs_match_slot_by_slot_play(agents, crashes, lengths):
                 expect += 1
         assert clock.pulls[agent] == expect
 
+
+
+def test_a_round_with_a_missing_record_pools_what_arrived():
+    """CDP: agent 1 is down during [100, 150), inside epoch 1's exploration, so it does not
+    privatise epoch 1: round 1 aggregates the 7 other records (their plain mean) and eliminates
+    with C(1) recomputed for 7 records of S(1) samples; in round 2 agent 1's record holds only
+    epoch 2's samples and the aggregate is the pooled mean weighted by the sample counts."""
+    faults = {"crashes": [{"node": 1, "start": 100.0, "end": 150.0}]}
+    sim = Simulation(build("cdp", faults=faults), trial_sequence(1, 0))
+    records = []
+    collected = sim.protocol._collected
+
+    def spy(got):
+        records.append({a: (v.copy(), n) for a, (v, n) in got.items()})
+        collected(got)
+
+    sim.protocol._collected = spy
+    sim.run()
+    proto, schedule = sim.protocol, sim.protocol.schedule
+    s1 = schedule.plan(1, 4, 0).samples
+    first, second = records[0], records[1]
+    assert first[1][1] == 0 and all(first[a][1] == s1 for a in first if a != 1)
+    others = np.array([first[a][0] for a in sorted(first) if a != 1])
+    r1, active1, aggregate1 = proto.history[0]
+    np.testing.assert_array_equal(aggregate1, others.mean(axis=0))
+    radius = R.pooled_radius(1, 4, 4, schedule.horizon, 8, 1.0, total=7 * s1, records=7)
+    assert active1.tolist() == R.eliminate(np.ones(4, dtype=bool), aggregate1, radius).tolist()
+    assert radius > schedule.plan(1, 4, 0).radius
+    s2 = schedule.plan(2, int(active1.sum()), s1).samples
+    assert second[1][1] == s2 - s1 and all(second[a][1] == s2 for a in second if a != 1)
+    counts = np.array([second[a][1] for a in sorted(second)])
+    values = np.array([second[a][0] for a in sorted(second)])
+    np.testing.assert_allclose(proto.history[1][2], (counts[:, None] * values).sum(axis=0) / counts.sum())
