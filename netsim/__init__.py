@@ -2,12 +2,15 @@
 
 The Python API (the ``netsim`` command line is a thin layer over it):
 
->>> import netsim
->>> results = netsim.run("quickstart", trials=4, set={"network.agents": 20})      # doctest: +SKIP
->>> results.trials.groupby("protocol")["group_regret"].mean()                      # doctest: +SKIP
->>> grid = netsim.sweep("quickstart", {"network.topology": ["ring", "complete"]})  # doctest: +SKIP
->>> grid.plot(by="network.topology")                                               # doctest: +SKIP
->>> grid.save("results/topology")                                                  # doctest: +SKIP
+```python
+import netsim
+
+results = netsim.run("quickstart", trials=4, set={"network.agents": 20})
+results.trials.groupby("protocol")["group_regret"].mean()
+grid = netsim.sweep("quickstart", {"network.topology": ["ring", "complete"]})
+grid.plot(by="network.topology")
+grid.save("results/topology")
+```
 
 - :func:`run`, :func:`sweep`: run a scenario or a grid of overrides; both return
   :class:`Results` (``trials``, ``agents``, ``timeseries`` DataFrames, ``plot``, ``save``, ``load``);

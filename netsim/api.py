@@ -5,9 +5,12 @@ command line is a thin layer over them: for the same scenario, overrides and see
 of a :class:`Results` are those of the command's files, and :meth:`Results.save` writes the
 same files, byte for byte.
 
->>> import netsim
->>> results = netsim.run("quickstart", trials=2, set={"run.horizon": 200})   # doctest: +SKIP
->>> results.trials[["scenario", "protocol", "trial", "group_regret"]]        # doctest: +SKIP
+```python
+import netsim
+
+results = netsim.run("quickstart", trials=2, set={"run.horizon": 200})
+results.trials[["scenario", "protocol", "trial", "group_regret"]]
+```
 
 Scenarios are given by bundled name, by file or as a :class:`~netsim.scenario.Scenario`
 (``netsim.Scenario.load(name).with_(**{"network.agents": 20})``); overrides (``set=``) are a
@@ -24,11 +27,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from netsim import runner
 from netsim.errors import InputError
-from netsim.scenario import Overrides, Scenario
+from netsim.scenario import Overrides, Scenario, plain_value
 from netsim.scenario import load as load_scenario
 
 if TYPE_CHECKING:
@@ -181,10 +182,8 @@ def run_plan(plan_: Plan, *, jobs: int = 1, executor: str | runner.Executor | No
 def _toml(value: Any, where: str) -> str:
     from netsim.sweeps import toml_value
 
-    if isinstance(value, np.generic):  # np.linspace(...) values and the like
-        value = value.item()
     try:
-        return toml_value(value)
+        return toml_value(plain_value(value))  # np.linspace(...) values and the like are numbers
     except TypeError:
         raise InputError(f"{where}: {value!r} cannot be a scenario value; accepted: numbers, booleans, strings, "
                          "lists and tables of those") from None
@@ -196,13 +195,13 @@ def _set_options(overrides: Overrides | None) -> list[str]:
         return []
     if isinstance(overrides, Mapping):
         return [f"{key.replace('__', '.')}={_toml(value, f'set {key!r}')}" for key, value in overrides.items()]
-    return list(overrides)
+    return [overrides] if isinstance(overrides, str) else list(overrides)
 
 
 def _grid_options(grid: Grid) -> list[str]:
     """A grid as ``KEY=V1,V2,...`` strings (as ``--grid`` takes them)."""
     if not isinstance(grid, Mapping):
-        return list(grid)
+        return [grid] if isinstance(grid, str) else list(grid)
     options = []
     for key, values in grid.items():
         try:

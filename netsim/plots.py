@@ -33,6 +33,15 @@ def png(figure: Figure, dpi: int = 120) -> bytes:
     return buffer.getvalue()
 
 
+class ShownFigure(Figure):
+    """A figure that a notebook shows as a PNG (``_repr_png_``) even when no matplotlib backend
+    is active (pyplot never imported, no ``%matplotlib inline``); :meth:`Results.plot
+    <netsim.resultset.Results.plot>` returns one."""
+
+    def _repr_png_(self) -> bytes:
+        return png(self)
+
+
 def draw(size: tuple[float, float], paint: Callable[[Figure], None], dpi: int = 120) -> bytes:
     """A new figure of ``size`` inches, painted by ``paint`` in the house style, as PNG bytes."""
     with style():

@@ -191,9 +191,8 @@ class Results:
             The figure drawn on (a notebook shows it).
         """
         import seaborn as sns
-        from matplotlib.figure import Figure
 
-        from netsim.plots import style
+        from netsim.plots import ShownFigure, style
 
         data = self.timeseries
         for column, what in ((y, "y"), (by, "by")):
@@ -207,7 +206,7 @@ class Results:
             hue = {"hue": by, "hue_order": list(dict.fromkeys(data[by]))}
         with style():
             if ax is None:
-                ax = Figure(figsize=(6.4, 4.2), layout="tight").subplots()
+                ax = ShownFigure(figsize=(6.4, 4.2), layout="tight").subplots()
             # errorbar=("pi", 100): the band spans the 0th to the 100th percentile, min to max over trials.
             sns.lineplot(data=data, x="time", y=y, errorbar=("pi", 100), ax=ax, **hue)
             ax.set_xlabel("time (slots)")

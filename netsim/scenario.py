@@ -230,6 +230,19 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return key.split("."), value
 
 
+def plain_value(value: Any) -> Any:
+    """``value`` as TOML-like data: tuples and numpy arrays become lists, numpy scalars numbers."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return {key: plain_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_value(item) for item in value]
+    return value
+
+
 def _assignments(overrides: Overrides) -> Iterator[tuple[list[str], Any, str]]:
     """``(keys, value, how the user wrote it)`` for each override, in order."""
     if isinstance(overrides, Mapping):
@@ -237,7 +250,9 @@ def _assignments(overrides: Overrides) -> Iterator[tuple[list[str], Any, str]]:
             keys = str(key).replace("__", ".").split(".")
             if any(not part for part in keys):
                 raise InputError(f"override {key!r}: expected a dotted KEY, e.g. network.agents")
-            yield keys, value, f"override {key!r}"
+            yield keys, plain_value(value), f"override {key!r}"
+    elif isinstance(overrides, str):  # one KEY=VALUE string
+        yield *parse_override(overrides), f"--set {overrides!r}"
     else:
         for text in overrides:
             keys, value = parse_override(text)
@@ -253,7 +268,7 @@ def apply_overrides(document: dict[str, Any], overrides: Overrides) -> dict[str,
             if not isinstance(nxt, dict):
                 raise InputError(f"{label}: {part!r} is not a table", key=".".join(keys))
             target = nxt
-        target[keys[-1]] = copy.deepcopy(value)
+        target[keys[-1]] = copy.deepcopy(value)  # the caller's lists and tables are never shared
     return document
 
 

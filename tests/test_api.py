@@ -136,6 +136,17 @@ def test_with_is_the_same_as_set_and_a_table_replaces_a_section():
         base.with_(network__agnets=3)
 
 
+def test_with_takes_python_values_as_toml_would_hold_them():
+    import numpy as np
+
+    base = netsim.Scenario.load("quickstart")
+    means = np.linspace(0.9, 0.1, 10)
+    from_numpy = base.with_(bandit__means=means, network__agents=np.int64(6))
+    assert from_numpy == base.with_(bandit__means=tuple(float(m) for m in means), network__agents=6)
+    assert from_numpy.bandit["means"] == tuple(means.tolist()) and from_numpy.network["agents"] == 6
+    assert netsim.Scenario.load("quickstart", "network.agents=6") == base.with_(network__agents=6)
+
+
 def test_with_keeps_relative_files_working_from_another_folder(tmp_path, monkeypatch):
     (tmp_path / "edges.txt").write_text("0 1\n1 2\n2 3\n")
     (tmp_path / "path.toml").write_text(
