@@ -7,11 +7,14 @@ and loss, counted by the engine like any other message (and building the link fo
 accounting in the slot it is sent). This is the three-way handshake of SPIN-style
 dissemination used by the GIS protocol of li2022 (Alg. 2); it knows nothing about bandits.
 
-What the owner supplies (callbacks):
+What the owner supplies (callbacks; ``keys`` are any sequence the owner chose, e.g. a numpy
+array of record ids, passed through unchanged):
 
 * ``missing(node, keys)`` -> the keys ``node`` does not hold yet;
-* ``fetch(node, keys)`` -> the records ``node`` serves for ``keys`` (any payload);
-* ``on_data(node, src, keys, records)`` -> ``node`` received ``records`` from ``src``.
+* ``fetch(node, keys)`` -> ``(served, payload)``: the keys ``node`` can serve (those it holds) and
+  the DATA payload for them (any object; ``None`` when the records live in a table the owner
+  shares); no DATA is sent when ``served`` is empty;
+* ``on_data(node, src, keys, payload)`` -> ``node`` received the records ``keys`` from ``src``.
 
 Timing in paper mode. The handshake itself takes three link delays. A protocol that wants
 "one exchange per slot" advertises only at slot boundaries and chooses a per-stage delay of at
@@ -32,6 +35,17 @@ the owner's clock, repeats
 
 Every message may be lost independently; as long as the loss probability is below one, every
 advertised record eventually reaches every neighbour that wants it.
+
+Duplicates and reordering. Records are named and immutable within an epoch, so every stage is
+idempotent: a copy of a DATA brings keys the receiver already holds (ignored), and a copy of an
+ADV or REQ can only cause the same answer the original caused, for keys still missing. Messages
+of an older epoch are ignored (``tag``). Nothing a late or repeated message carries can replace
+newer information.
+
+Crashes. Given the ``up`` array of the engine's faults (``sim.faults.up``), a node that is down
+neither retries nor is retried for (its open exchanges wait until it is up again; messages to
+it are dropped by the engine). :meth:`lost` forgets the open exchanges of a node that restarted
+without its state.
 """
 
 from __future__ import annotations
@@ -42,7 +56,7 @@ from typing import Any
 from netsim.network import Message, Network
 
 Missing = Callable[[int, Sequence[Any]], Sequence[Any]]
-Fetch = Callable[[int, Sequence[Any]], Any]
+Fetch = Callable[[int, Sequence[Any]], tuple[Sequence[Any], Any]]
 OnData = Callable[[int, int, Sequence[Any], Any], None]
 
 
@@ -61,10 +75,12 @@ class Handshake:
         Acknowledge ADVs and repeat unanswered stages on :meth:`retry` (for lossy links).
     timeout:
         Time after which an unanswered ADV or REQ is repeated (reliable mode only).
+    up:
+        Boolean array over nodes, true while a node runs (``sim.faults.up``); ``None``: always up.
     """
 
     def __init__(self, network: Network, prefix: str, *, missing: Missing, fetch: Fetch, on_data: OnData,
-                 reliable: bool = False, timeout: float = 1.0):
+                 reliable: bool = False, timeout: float = 1.0, up: Any = None):
         if timeout <= 0:
             raise ValueError(f"timeout = {timeout!r}; accepted: a number > 0")
         self.network = network
@@ -74,6 +90,7 @@ class Handshake:
         self._on_data = on_data
         self.reliable = reliable
         self.timeout = timeout
+        self.up = up
         self.tag = 0
         self.retries = 0
         # (advertiser, neighbour) -> [keys, sent_at]: ADVs not yet answered (reliable mode)
@@ -99,21 +116,26 @@ class Handshake:
             for pair in [p for p in table if p[0] in gone]:
                 del table[pair]
 
-    def advertise(self, src: int, dsts: Iterable[int], keys: Sequence[Any]) -> None:
-        """ADV stage: ``src`` names ``keys`` to each neighbour in ``dsts``."""
-        keys = tuple(keys)
-        if not keys:
+    def lost(self, node: int) -> None:
+        """``node`` restarted without its state: its open exchanges (as advertiser or requester) are gone."""
+        self.forget((node,))
+
+    def advertise(self, src: int, dsts: Sequence[int], keys: Sequence[Any]) -> None:
+        """ADV stage: ``src`` names ``keys`` to each neighbour in ``dsts`` (one message each)."""
+        if not len(keys):
+            return
+        if not self.reliable:
+            self.network.send_many(src, dsts, self.kinds[0], (self.tag, keys), size=len(keys))
             return
         now = self.network.env.now
         for dst in dsts:
             self.network.send(src, dst, self.kinds[0], (self.tag, keys), size=len(keys))
-            if self.reliable:
-                entry = self._open_adv.get((src, dst))
-                if entry is None:
-                    self._open_adv[(src, dst)] = [set(keys), now]
-                else:
-                    entry[0].update(keys)
-                    entry[1] = now
+            entry = self._open_adv.get((src, dst))
+            if entry is None:
+                self._open_adv[(src, dst)] = [set(keys), now]
+            else:
+                entry[0].update(keys)
+                entry[1] = now
 
     def retry(self, now: float) -> int:
         """Repeat overdue ADVs and REQs (reliable mode); returns how many messages were re-sent."""
@@ -121,14 +143,15 @@ class Handshake:
             return 0
         sent = 0
         adv, req, _ = self.kinds
+        up = self.up
         for (src, dst), entry in list(self._open_adv.items()):
-            if now - entry[1] >= self.timeout:
+            if now - entry[1] >= self.timeout and (up is None or up[src]):
                 keys = tuple(sorted(entry[0]))
                 self.network.send(src, dst, adv, (self.tag, keys), size=len(keys))
                 entry[1] = now
                 sent += 1
         for (requester, src), entry in list(self._open_req.items()):
-            if now - entry[1] < self.timeout:
+            if now - entry[1] < self.timeout or (up is not None and not up[requester]):
                 continue
             still = tuple(self._missing(requester, tuple(sorted(entry[0]))))
             if not still:
@@ -151,12 +174,12 @@ class Handshake:
         if tag != self.tag:
             return
         node, src = message.dst, message.src
-        wanted = tuple(self._missing(node, keys))
-        if not wanted and not self.reliable:
+        wanted = self._missing(node, keys)
+        if not len(wanted) and not self.reliable:
             return
-        answered = tuple(keys) if self.reliable else ()
+        answered = keys if self.reliable else ()
         self.network.send(node, src, self.kinds[1], (tag, wanted, answered), size=max(len(wanted), 1))
-        if self.reliable and wanted:
+        if self.reliable and len(wanted):
             entry = self._open_req.get((node, src))
             if entry is None:
                 self._open_req[(node, src)] = [set(wanted), self.network.env.now]
@@ -169,17 +192,19 @@ class Handshake:
         if tag != self.tag:
             return
         node, requester = message.dst, message.src
-        if answered:
+        if len(answered):
             entry = self._open_adv.get((node, requester))
             if entry is not None:
                 entry[0].difference_update(answered)
                 if not entry[0]:
                     del self._open_adv[(node, requester)]
-        if keys:
-            self.network.send(node, requester, self.kinds[2], (tag, keys, self._fetch(node, keys)), size=len(keys))
+        if len(keys):
+            served, payload = self._fetch(node, keys)
+            if len(served):
+                self.network.send(node, requester, self.kinds[2], (tag, served, payload), size=len(served))
 
     def _on_data_msg(self, message: Message) -> None:
-        tag, keys, records = message.payload
+        tag, keys, payload = message.payload
         if tag != self.tag:
             return
         node, src = message.dst, message.src
@@ -189,4 +214,4 @@ class Handshake:
                 entry[0].difference_update(keys)
                 if not entry[0]:
                     del self._open_req[(node, src)]
-        self._on_data(node, src, keys, records)
+        self._on_data(node, src, keys, payload)

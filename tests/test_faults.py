@@ -174,11 +174,26 @@ def test_ucb1_crash_state_lost_forgets_and_kept_remembers():
     assert kept.bandit.pulls[0] == 50
 
 
+class Rigid(Pinger):
+    """Test protocol that declares no crash support and refuses duplication."""
+
+    name = "test-fault-rigid"
+    crash_states = ()
+    unsupported_faults = ("duplication",)
+
+
+protocols._items.setdefault(Rigid.name, Rigid)
+
+
 def test_protocols_without_crash_support_reject_crashes():
-    with pytest.raises(InputError, match=r"faults\.crashes.*ddp-mab.*accepted: no crashes"):
-        S.load("li2022-gis-path5", ["faults.crashes=[{node=1, start=1, end=2}]"])
-    with pytest.raises(InputError, match=r"faults\.duplication.*feducb.*duplication"):
-        S.load("dubey2020b-fig1c", ["faults.duplication=0.1"])
+    def load(faults):
+        return S.from_dict(scenario_dict(protocol={"name": Rigid.name}, faults=faults))
+
+    with pytest.raises(InputError, match=r"faults\.crashes.*test-fault-rigid.*accepted: no crashes"):
+        load({"crashes": [{"node": 1, "start": 1, "end": 2}]})
+    with pytest.raises(InputError, match=r"faults\.duplication.*test-fault-rigid.*duplication.*accepted: link_down, "
+                                         r"crash, reorder"):
+        load({"duplication": 0.1})
 
 
 def test_scenario_errors_name_the_key():
@@ -289,16 +304,6 @@ def test_link_process_stream_does_not_depend_on_query_order():
         mixed._link_down(2, 3, t)
         second.append(mixed._link_down(1, 0, t))
     assert second == first and any(first) and not all(first)
-
-
-def test_reliability_table_covers_every_protocol():
-    from benchmarks.reliability import BASES, FAULTS, cell
-
-    registered = {n for n in protocols.names() if not n.startswith("test-")}
-    assert registered <= set(BASES), f"add a base instance to benchmarks/reliability.py for {registered - set(BASES)}"
-    base = {"group_regret": 1.0, "comm_cost": 0.0, "end_time": 100.0}
-    assert cell("ddp-mab", "crash (kept)", base, 1, 100.0, 10.0)["outcome"] == "rejected"
-    assert set(FAULTS) == {"link down", "crash (kept)", "crash (lost)", "duplication", "reorder"}
 
 
 def test_pulling_for_a_crashed_agent_is_a_protocol_error():

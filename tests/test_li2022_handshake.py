@@ -27,7 +27,8 @@ class Store:
         return [k for k in keys if k not in self.holdings[node]]
 
     def fetch(self, node, keys):
-        return [self.holdings[node][k] for k in keys]
+        served = [k for k in keys if k in self.holdings[node]]
+        return served, [self.holdings[node][k] for k in served]
 
     def on_data(self, node, src, keys, records):
         self.arrivals.append((node, src, tuple(keys)))

@@ -46,6 +46,31 @@ Decisions where the text is garbled or silent (each pinned by a test):
   d log(1 + M (rho_max - rho_min) / lambda(S)) ~ d log 2 from the shift alone, so with the large
   Thm. 1 threshold (``mlogt``) a private run synchronises rarely; this is the rule as printed.
 
+Realistic timelines (docs/faults.md, docs/protocols/feducb.md "Faults"). Every message carries
+a sequence number so that a copy or a late message never acts twice or overwrites newer state
+(``netsim.sequencing``): requests carry the sender's own number (a copy is dropped at the
+controller) and the last round r_i the sender applied; calls, uploads and syncs carry the round
+number r (the controller's sequence): an agent answers the call of a round at most once (a copy
+of a call would otherwise privatise and upload again), the controller keeps one upload per agent
+and round, and an agent applies a sync only if its round is newer than the last it applied.
+
+* The controller closes a round when every agent's upload is in, or ``round_timeout`` slots after
+  it opened it; the agents not heard from then count with their last upload (uploads are the
+  tree's prefix sums, so the next one carries everything), rho_min I if never heard.
+* A request whose r_i is behind the controller's round count is answered with the last (S, s)
+  (a catch-up sync) instead of opening a round; a request never opens a second round while one
+  is open. An agent that has waited ``round_timeout`` slots for a sync asks again.
+* Crashes: a crashed agent plays no trial, answers nothing and is not waited for beyond the
+  deadline. When it restarts it asks for a catch-up, which opens no round (``kept``: it keeps its statistics;
+  ``lost``: it starts afresh as at line 1, its tree restarts for a new incarnation, and it
+  recovers S, s from the controller, which keeps the data of its former incarnation).
+  A crashed controller stalls synchronisation: requests and uploads sent to it are dropped and
+  repeated by their senders' timeouts; an open round whose deadline passed while it was down
+  closes when it restarts (``kept``); a controller that restarts ``lost`` forgets the open
+  round and the uploads, numbers its rounds above every number used before (a new incarnation),
+  opens a round on the next request and rebuilds S from that round's uploads (agents not heard
+  from then count as fresh).
+
 Linear algebra: V^-1 is kept by Sherman-Morrison rank-one updates and log det V by the
 matrix-determinant lemma (log det(V + x x^T) = log det V + log(1 + x^T V^-1 x)), batched over
 agents. When rho_max > rho_min the trigger's W = V + M(rho_max - rho_min) I is tracked the same
@@ -54,10 +79,15 @@ way. At each synchronisation V and W are rebuilt from S (one batched inverse / s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import numpy as np
 
+from netsim import params as P
 from netsim.protocol import Protocol
 from netsim.registry import register_protocol
+from netsim.sequencing import INCARNATION, ReplayWindow, Sequencer
 from protocols.feducb.linucb import (
     FIELDS,
     LinUCBState,
@@ -76,13 +106,15 @@ class CentralizedFedUCB(Protocol):
 
     name = "feducb"
     description = "centralized FedUCB (dubey2020 Alg. 1): private federated OFUL with log-det synchronisation"
-    fields = FIELDS
+    fields: ClassVar[Mapping[str, P.Field]] = {
+        **FIELDS,
+        "round_timeout": P.real(20.0, low=0.0, low_open=True,
+                                doc="slots after which the controller closes a round with the uploads it has, "
+                                    "and after which an agent waiting for a sync asks again"),
+    }
     servers = 1
     bandit_kinds = ("linear",)
-    # Faults (docs/faults.md): a duplicated call would privatise and upload the same statistic twice
-    # (spending privacy twice), so duplication is rejected; lost messages (link down) leave the round
-    # open and agents go on with their last synchronised statistics; crashes are rejected.
-    unsupported_faults = ("duplication",)
+    crash_states = ("kept", "lost")
 
     def start(self) -> None:
         sim = self.sim
@@ -96,77 +128,207 @@ class CentralizedFedUCB(Protocol):
                   if self.params["threshold"] == "auto" else float(self.params["threshold"]))
         # Alg. 1 line 1: S = M rho_min I; trigger shift M (rho_max - rho_min).
         self.state = LinUCBState(M, d, s0=M * cal.rho_min, shift_w=M * (cal.rho_max - cal.rho_min))
-        self.privatizer = GaussianTreePrivatizer(cal, [sim.streams.for_("privacy", i) for i in range(M)])
+        self.privacy_rngs = [sim.streams.for_("privacy", i) for i in range(M)]
+        self.privatizer = GaussianTreePrivatizer(cal, self.privacy_rngs)
+        self.reborn: dict[int, GaussianTreePrivatizer] = {}  # trees of agents that restarted without state
         self.server = sim.servers[0].id
         self.everyone = np.arange(M)
-        self.pending = np.zeros(M, dtype=bool)  # request sent, sync not yet received
-        self.round_open = False
-        self.uploads: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.up = sim.faults.up
+        self.wait = self.params["round_timeout"] * sim.clock_period
+        # agents
+        self.pending = np.zeros(M, dtype=bool)  # request sent or call answered, sync not yet received
+        self.waiting_since = np.zeros(M)
+        self.synced = np.zeros(M, dtype=np.int64)  # last round applied
+        self.incarnation = np.zeros(M, dtype=np.int64)
+        self.request_numbers = Sequencer()
+        self.calls_seen, self.syncs_seen = ReplayWindow(), ReplayWindow()
         self.requests = 0
+        # controller
+        self.completed = 0
+        self.round_open = False
+        self.open_round = 0
+        self.opened_at = 0.0
+        self.uploads: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}
+        self.latest: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}  # last upload per agent
+        self.former: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # data of former incarnations
+        self.last_sync: tuple[int, np.ndarray, np.ndarray] | None = None
+        self.requests_seen = ReplayWindow()
         net = sim.network
         net.subscribe_batch("feducb-request", self._on_request)
         net.subscribe_batch("feducb-call", self._on_call)
         net.subscribe_batch("feducb-upload", self._on_upload)
         net.subscribe_batch("feducb-sync", self._on_sync)
+        if sim.faults.has_crashes:
+            sim.faults.on_restart(self._restarted)
         sim.every(sim.clock_period, self.step)
 
     # -- agents ---------------------------------------------------------------
     def step(self, now: float) -> None:
         state, bandit = self.state, self.sim.bandit
+        up = self.up[: len(self.everyone)]
+        if up.all():
+            agents, rows = self.everyone, None
+        else:  # crashed agents play no trial
+            agents = rows = np.flatnonzero(up)
+            if not len(agents):
+                return
+        # every agent's contexts are drawn (one shared stream), so a crash leaves the others' draws alone
         contexts = bandit.observe(self.everyone)
-        arms = state.choose(contexts, self.params["beta_scale"] * self.cal.beta(state.logdet_v))
-        rewards = bandit.pull_many(self.everyone, arms)
-        x = contexts[self.everyone, arms]
-        state.update(x, rewards)
-        state.dt += 1
-        fire = sync_trigger(state.logdet_w, state.logdet_s, state.dt, self.D) & ~self.pending
-        network = self.sim.network
-        for agent in np.flatnonzero(fire):
-            self.pending[agent] = True
+        if rows is not None:
+            contexts = contexts[rows]
+        beta = self.params["beta_scale"] * self.cal.beta(state.logdet_v if rows is None else state.logdet_v[rows])
+        arms = state.choose(contexts, beta, rows)
+        rewards = bandit.pull_many(agents, arms)
+        x = contexts[np.arange(len(agents)), arms]
+        state.update(x, rewards, rows)
+        state.dt[agents] += 1
+        fire = sync_trigger(state.logdet_w[agents], state.logdet_s[agents], state.dt[agents], self.D) \
+            & ~self.pending[agents]
+        for agent in agents[fire]:
             self.requests += 1
-            network.send(int(agent), self.server, "feducb-request", None)
+            self._request(int(agent), want=True)
+        late = agents[self.pending[agents] & (now - self.waiting_since[agents] >= self.wait)]
+        for agent in late:  # no sync for round_timeout slots: ask again
+            self._request(int(agent), want=True)
+
+    def _request(self, agent: int, *, want: bool) -> None:
+        """Ask for a round (``want``; the agent then waits for a sync) or only for a catch-up."""
+        if want:
+            self.pending[agent] = True
+            self.waiting_since[agent] = self.sim.now
+        payload = (self.request_numbers.next(agent), int(self.synced[agent]), want)
+        self.sim.network.send(agent, self.server, "feducb-request", payload)
 
     def _on_call(self, messages: list) -> None:
-        agents = np.array([m.dst for m in messages], dtype=np.int64)
+        fresh = [m.dst for m in messages if self.calls_seen.newest(m.dst, self.server, m.payload)]
+        if not fresh:
+            return
+        agents = np.array(fresh, dtype=np.int64)
         self.pending[agents] = True
-        released = self.privatizer_release(agents)
-        gram, vec = self.privatizer.split(released)
-        network = self.sim.network
+        self.waiting_since[agents] = self.sim.now
+        gram, vec = self.privatizer.split(self.privatizer_release(agents))
+        network, r = self.sim.network, messages[0].payload
         for j, agent in enumerate(agents):
-            network.send(int(agent), self.server, "feducb-upload", (gram[j], vec[j]), size=(self.d + 1) ** 2)
+            network.send(int(agent), self.server, "feducb-upload", (r, int(self.incarnation[agent]), gram[j], vec[j]),
+                         size=(self.d + 1) ** 2)
 
     def privatizer_release(self, agents: np.ndarray) -> np.ndarray:
         """Alg. 1 line 16: privatise Q of ``agents`` (all agents release together in Alg. 1)."""
-        return self.privatizer.release(self.state.take_statistic(agents), agents)
+        statistic = self.state.take_statistic(agents)
+        if not self.reborn:
+            return self.privatizer.release(statistic, agents)
+        out = np.empty_like(statistic)
+        plain = np.array([a not in self.reborn for a in agents])
+        if plain.any():
+            out[plain] = self.privatizer.release(statistic[plain], agents[plain])
+        for j in np.flatnonzero(~plain):
+            out[j] = self.reborn[int(agents[j])].release(statistic[j: j + 1])[0]
+        return out
 
     def _on_sync(self, messages: list) -> None:
-        agents = np.array([m.dst for m in messages], dtype=np.int64)
-        S, s = messages[0].payload
-        self.state.synchronise(agents, S, s)
-        self.pending[agents] = False
+        groups: dict[int, list[int]] = {}
+        for m in messages:  # a copy, or a sync older than the last applied, is ignored
+            if self.syncs_seen.newest(m.dst, self.server, m.payload[0]):
+                groups.setdefault(id(m.payload), []).append(m.dst)
+        payloads = {id(m.payload): m.payload for m in messages}
+        for key, dsts in groups.items():
+            r, S, s = payloads[key]
+            agents = np.array(dsts, dtype=np.int64)
+            self.state.synchronise(agents, S, s)
+            self.synced[agents] = r
+            self.pending[agents] = False
+
+    def _restarted(self, node: int, state: str) -> None:
+        if node == self.server:
+            self._controller_restarted(state)
+            return
+        if state == "lost":  # a fresh learner with a new privatizer tree (a new incarnation)
+            self.state.reset(np.array([node]))
+            self.incarnation[node] += 1
+            self.reborn[node] = GaussianTreePrivatizer(self.cal, [self.privacy_rngs[node]])
+            self.synced[node] = 0
+            self.request_numbers.restart(node)
+            self.calls_seen.forget(node)
+            self.syncs_seen.forget(node)
+        self._request(node, want=False)  # catch up on the rounds it missed (a lost answer: the next round's sync)
 
     # -- controller -----------------------------------------------------------
     def _on_request(self, messages: list) -> None:
-        if self.round_open:
-            return
+        want_round = False
+        for m in messages:
+            number, synced, want = m.payload
+            if not self.requests_seen.accept(self.server, m.src, number):
+                continue  # a copy
+            if synced < self.completed and self.last_sync is not None:
+                self._send_sync(m.src, self.last_sync)
+            elif want:
+                want_round = True
+        if want_round and not self.round_open:
+            self._open_round()
+
+    def _open_round(self) -> None:
         self.round_open = True
+        self.open_round = r = self.completed + 1
+        self.opened_at = self.sim.now
         self.uploads = {}
         network = self.sim.network
         for agent in range(self.sim.num_agents):
-            network.send(self.server, agent, "feducb-call", None)
+            network.send(self.server, agent, "feducb-call", r)
+        self.sim.call_at(self.sim.now + self.wait, lambda: self._deadline(r))
 
     def _on_upload(self, messages: list) -> None:
         for m in messages:
-            self.uploads[m.src] = m.payload
-        if len(self.uploads) < self.sim.num_agents:
-            return
-        S = sum(g for g, _ in self.uploads.values())  # Alg. 1 line 18
-        s = sum(v for _, v in self.uploads.values())
+            r, incarnation, gram, vec = m.payload
+            if self.round_open and r == self.open_round and m.src not in self.uploads:  # one per agent and round
+                self.uploads[m.src] = (incarnation, gram, vec)
+        if self.round_open and len(self.uploads) == self.sim.num_agents:
+            self._close_round()
+
+    def _deadline(self, r: int) -> None:
+        if self.round_open and self.open_round == r and self.up[self.server]:
+            self._close_round()
+
+    def _close_round(self) -> None:
+        shift = self.cal.shift * np.eye(self.d)
+        for agent, (incarnation, gram, vec) in self.uploads.items():
+            before = self.latest.get(agent)
+            if before is not None and before[0] < incarnation:  # keep the former incarnation's data
+                old = self.former.get(agent, (0.0, 0.0))
+                self.former[agent] = (old[0] + before[1] - shift, old[1] + before[2])
+            self.latest[agent] = (incarnation, gram, vec)
+        # Alg. 1 line 18: the sum of every agent's latest release (this round's, in arrival order, first)
+        S = sum(g for _, g, _ in self.uploads.values())
+        s = sum(v for _, _, v in self.uploads.values())
+        for agent in range(self.sim.num_agents):
+            if agent not in self.uploads:
+                if agent in self.latest:
+                    S = S + self.latest[agent][1]
+                    s = s + self.latest[agent][2]
+                else:
+                    S = S + shift
+            if agent in self.former:
+                S = S + self.former[agent][0]
+                s = s + self.former[agent][1]
         self.sim.metrics.rounds += 1
         self.round_open = False
-        network = self.sim.network
+        self.completed = self.open_round
+        self.last_sync = (self.completed, S, s)
         for agent in range(self.sim.num_agents):
-            network.send(self.server, agent, "feducb-sync", (S, s), size=self.d * (self.d + 1))
+            self._send_sync(agent, self.last_sync)
+
+    def _send_sync(self, agent: int, sync: tuple[int, np.ndarray, np.ndarray]) -> None:
+        self.sim.network.send(self.server, agent, "feducb-sync", sync, size=self.d * (self.d + 1))
+
+    def _controller_restarted(self, state: str) -> None:
+        if state == "lost":
+            self.round_open = False
+            self.uploads, self.latest, self.former = {}, {}, {}
+            # round numbers go on above every number used before (a new incarnation, as netsim.sequencing)
+            self.completed = (self.completed // INCARNATION + 1) * INCARNATION
+            self.last_sync = None
+            self.requests_seen = ReplayWindow()
+        elif self.round_open and self.sim.now - self.opened_at >= self.wait:
+            self._close_round()
 
     def results(self) -> dict[str, float]:
         cal = self.cal

@@ -61,6 +61,7 @@ class LinUCBState:
         self.shift = np.broadcast_to(np.asarray(shift_w, dtype=float), (A,)).copy()
         self.shift_w = bool(np.any(self.shift))
         eye = np.eye(d)
+        self.s0 = s0
         self.S = s0[:, None, None] * eye
         self.s = np.zeros((A, d))
         self.U = np.zeros((A, d, d))
@@ -73,6 +74,14 @@ class LinUCBState:
         self.w_inv = eye / (s0 + self.shift)[:, None, None] if self.shift_w else self.v_inv
         self.logdet_w = d * np.log(s0 + self.shift)
         self.dt = np.zeros(A, dtype=np.int64)
+
+    def reset(self, rows: np.ndarray) -> None:
+        """``rows`` start afresh as at Alg. 1 line 1 (S = s0 I, no data, dt = 0): a learner that lost its state."""
+        fresh = LinUCBState(len(rows), self.d, s0=self.s0[rows], shift_w=self.shift[rows])
+        for name in ("S", "s", "U", "u", "Q", "u_tilde", "v_inv", "logdet_s", "logdet_v", "logdet_w", "dt"):
+            getattr(self, name)[rows] = getattr(fresh, name)
+        if self.shift_w:
+            self.w_inv[rows] = fresh.w_inv
 
     def choose(self, contexts: np.ndarray, beta: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Alg. 1 lines 6-8: argmax over the K contexts (rows x K x d) of <x, theta_hat> + beta ||x||_{V^-1}."""

@@ -41,5 +41,13 @@ Decisions (see docs/protocols/li2022.md; each pinned by a test):
 * Alg. 5 line 14 averages the Q component means without weights (``global_mean = "components"``);
   ``"agents"`` weights them by M_q (the mean over all M agents).
 * Lossy links: uploads, SAC hops and GIS handshakes are acknowledged and repeated after
-  ``timeout`` slots until they get through, so every round completes.
+  ``timeout`` slots until they get through, so every round completes (also whenever link
+  outages or crashes can make messages disappear).
+* Faults (issue 15, docs/protocols/li2022.md "Faults"): copies and late messages change nothing
+  (named immutable records, round tags); crashed agents pull nothing (:mod:`.play`); an agent that
+  missed part of an epoch's exploration keeps its previous private mean and sample count; a
+  round aggregates the records of the agents up at its start that reached the aggregator (pooled
+  by sample counts, radius recomputed for what arrived); a GIS round that a crash cut ends when
+  nothing more can arrive and every survivor uses the records all survivors hold; a crashed
+  server stalls its rounds until it restarts and, if it lost its state, recalls the uploads.
 """

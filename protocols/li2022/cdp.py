@@ -35,7 +35,7 @@ class CDPMAB(Elimination):
     def setup(self) -> None:
         self.server = self.sim.num_agents
         self.server_rng = self.sim.streams.for_("protocol", self.server)
-        self.uploads = Uploads(self.sim.network, "cdp", reliable=self.reliable, timeout=self.timeout,
+        self.uploads = Uploads(self.sim.network, "cdp", reliable=self.reliable, timeout=self.timeout, up=self.up,
                                on_complete=self._collected)
 
     def communicate(self) -> None:
@@ -44,12 +44,26 @@ class CDPMAB(Elimination):
             senders = np.sort(self.server_rng.choice(self.num_agents, n, replace=False))
         else:
             senders = self.agents
+        up = self.up
+        senders = [int(a) for a in senders if up[a]]  # a crashed agent is not waited for (Faults)
         self.uploads.begin(senders, self.server)
-        for agent in senders:  # line 11
-            self.uploads.send(int(agent), self.state.private[agent].copy())
+        for agent in senders:  # line 11: ybar_i with its sample count n_i
+            self.uploads.send(agent, (self.state.private[agent].copy(), int(self.state.counts[agent])))
 
     def comm_tick(self, now: float) -> None:
         self.uploads.tick(now)
 
-    def _collected(self, records: dict[int, np.ndarray]) -> None:
-        self.finish_round(np.mean([records[a] for a in sorted(records)], axis=0))  # line 12
+    def agent_crashed(self, agent: int) -> None:
+        self.uploads.drop(agent)
+
+    def agent_restarted(self, agent: int, state: str) -> None:
+        if state == "lost":
+            self.uploads.agent_lost(agent)
+
+    def server_restarted(self, state: str) -> None:
+        self.uploads.server_restarted(state)
+
+    def _collected(self, records: dict[int, tuple[np.ndarray, int]]) -> None:
+        agents = sorted(records)
+        self.finish_pooled(np.array([records[a][0] for a in agents]),
+                           np.array([records[a][1] for a in agents], dtype=np.int64))  # line 12

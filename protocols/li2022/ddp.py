@@ -31,14 +31,23 @@ class DDPMAB(Elimination):
                              key="network.components")
 
     def setup(self) -> None:
-        self.flood = Flood(self.sim.network, "gis", reliable=self.reliable, timeout=self.timeout,
+        self.flood = Flood(self.sim.network, "gis", reliable=self.reliable, timeout=self.timeout, up=self.up,
                            on_complete=self._synchronised)
 
     def communicate(self) -> None:
-        self.flood.begin(self.state.private.copy(), [list(range(self.num_agents))])
+        self.flood.begin(self.state.private.copy(), self.state.counts.copy(), self.up_agents(),
+                         [list(range(self.num_agents))])
 
     def comm_tick(self, now: float) -> None:
         self.flood.tick(now)
 
+    def agent_crashed(self, agent: int) -> None:
+        self.flood.crashed(agent)
+
+    def agent_restarted(self, agent: int, state: str) -> None:
+        self.flood.restarted(agent, state)
+
     def _synchronised(self) -> None:
-        self.finish_round(self.flood.received.mean(axis=1))  # line 9 at every agent
+        """Line 9 at every survivor, over the records every survivor holds (all M without crashes)."""
+        common = self.flood.common()
+        self.finish_pooled(self.flood.table[common], self.flood.counts[common])

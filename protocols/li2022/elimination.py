@@ -1,6 +1,6 @@
 """The epoch loop shared by CDP-MAB, DDP-MAB and HDP-MAB (li2022 Alg. 1 lines 3-16, Alg. 3, Alg. 5):
 exploration, privatisation, a communication round, elimination. The family overview and its
-decisions are in :mod:`protocols.li2022`.
+decisions are in :mod:`protocols.li2022`; the crash rules in its "Faults" section.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import math
 import numpy as np
 
 from netsim import params as P
-from netsim.errors import InputError, ProtocolError
+from netsim.errors import InputError
 from netsim.protocol import Protocol
-from protocols.li2022.epochs import EpochPlan, EpochSchedule, PrivateMeans, eliminate
+from protocols.li2022.epochs import EpochPlan, EpochSchedule, PrivateMeans, eliminate, pooled_mean, pooled_radius
+from protocols.li2022.play import SlotRuns
 from protocols.privacy.mechanisms import LaplaceMechanism
 
 # The k-th slot boundary of a communication round is taken at k * slot * (1 + TIE) after its start:
@@ -34,6 +35,7 @@ class Elimination(Protocol):
     """Shared epoch loop of the three algorithms; subclasses implement :meth:`communicate`."""
 
     requires_connected = True
+    crash_states = ("kept", "lost")
 
     @classmethod
     def check(cls, scenario) -> None:
@@ -62,53 +64,36 @@ class Elimination(Protocol):
         self.agents = np.arange(m)
         self.privacy_rngs = [sim.streams.for_("privacy", i) for i in range(m)]
         count = sim.scenario.run["checkpoints"]
-        self._checkpoints = [sim.horizon * j / count for j in range(1, count + 1)]
+        self.up = sim.faults.up  # over all nodes; the server (if any) is node M
+        self.runs = SlotRuns(sim, self.slot, [sim.horizon * j / count for j in range(1, count + 1)], self.up)
         net = sim.scenario.network
-        self.reliable = net["loss"] > 0 or any((link["loss"] or 0) > 0 for link in net["links"])
+        lossy = net["loss"] > 0 or any((link["loss"] or 0) > 0 for link in net["links"])
+        # acknowledge and repeat whenever a message can be lost: link loss, link outages, crashes
+        self.reliable = lossy or bool({"link_down", "crash"} & set(sim.faults.kinds))
         self.timeout = self.params["timeout"] * self.slot
         self.t_delays: list[int] = []
         self.history: list[tuple[int, np.ndarray, np.ndarray]] = []  # (r, I^(r), aggregate) per round
         self.final_arm = -1
         self.last_aggregate = np.zeros(k)
+        self.exploring = False
         self.setup()
+        if sim.faults.has_crashes:
+            sim.faults.on_crash(self._crashed)
+            sim.faults.on_restart(self._restarted)
         sim.call_at(0.0, self._begin_epoch)
 
     def setup(self) -> None:
         """Subscribe message kinds (subclasses)."""
 
-    # ------------------------------------------------------------------ pulls on the timeline
-    def _play(self, start: float, n: int, arms: np.ndarray, sums: np.ndarray | None = None) -> None:
-        """Agents pull ``arms[i]`` in the n slots from ``start``; drawn as sums, split at checkpoints."""
-        horizon = self.sim.horizon
-        n = min(n, max(0, math.ceil((horizon - start) / self.slot - 1e-9)))
-        t, left = start, n
-        for c in self._checkpoints:
-            if left <= 0:
-                break
-            if c <= t:
-                continue
-            before = math.ceil((c - t) / self.slot - 1e-9)
-            if before >= left:
-                break
-            if before > 0:
-                self._schedule_pull(t, before, arms, sums)
-                t, left = t + before * self.slot, left - before
-        if left > 0:
-            self._schedule_pull(t, left, arms, sums)
-
-    def _schedule_pull(self, when: float, n: int, arms: np.ndarray, sums: np.ndarray | None) -> None:
-        bandit, agents = self.sim.bandit, self.agents
-
-        def pull() -> None:
-            rewards = bandit.pull_many(agents, arms, n)
-            if sums is not None:
-                sums[agents, arms] += rewards
-
-        self.sim.call_at(when, pull)
+    def up_agents(self) -> np.ndarray:
+        """Boolean mask of the agents up now (a copy)."""
+        return self.up[: self.num_agents].copy()
 
     def exploit_slot(self) -> None:
-        """One slot of a communication round: every agent pulls its local empirical best active arm."""
-        self.sim.bandit.pull_many(self.agents, self.state.local_best(self.active), 1)
+        """One slot of a communication round: every up agent pulls its local empirical best active arm."""
+        up = self.up[: self.num_agents]
+        agents = self.agents if up.all() else np.flatnonzero(up)
+        self.sim.bandit.pull_many(agents, self.state.local_best(self.active)[agents], 1)
 
     # ------------------------------------------------------------------ epochs
     def _begin_epoch(self) -> None:
@@ -117,27 +102,36 @@ class Elimination(Protocol):
         if self.active.sum() == 1 or (cap is not None and self.r > cap):
             values = np.where(self.active, self.last_aggregate, -np.inf)
             self.final_arm = int(np.argmax(values))
-            self._play(now, math.ceil((self.sim.horizon - now) / self.slot), np.full(self.num_agents, self.final_arm))
+            remaining = math.ceil((self.sim.horizon - now) / self.slot)
+            self.runs.play(now, remaining, np.full(self.num_agents, self.final_arm))
             return
         plan = self.schedule.plan(self.r, int(self.active.sum()), self.state.samples)
-        sums = np.zeros((self.num_agents, self.num_arms))
+        self.sums = np.zeros((self.num_agents, self.num_arms))
+        self.pulled = np.zeros((self.num_agents, self.num_arms))
+        self.missed = ~self.up_agents()  # agents that sit out part of this epoch's exploration
+        self.exploring = True
         arms = np.flatnonzero(self.active)
         for j, arm in enumerate(arms):  # line 7: each active arm S(r) - S(r-1) times
-            self._play(now + j * plan.pulls * self.slot, plan.pulls, np.full(self.num_agents, arm), sums)
+            self.runs.play(now + j * plan.pulls * self.slot, plan.pulls, np.full(self.num_agents, arm), self.sums,
+                           self.pulled)
         end = now + len(arms) * plan.pulls * self.slot
         if end < self.sim.horizon:
-            self.sim.call_at(end, lambda: self._end_exploration(plan, sums))
+            self.sim.call_at(end, lambda: self._end_exploration(plan))
 
-    def _end_exploration(self, plan: EpochPlan, sums: np.ndarray) -> None:
+    def _end_exploration(self, plan: EpochPlan) -> None:
+        self.exploring = False
+        # Only agents that pulled every slot of the epoch privatise (an agent that crashed during
+        # it keeps its previous ybar and n_i, see the Faults rules); the others keep their pulls.
+        rows = self.up_agents() & ~self.missed
         # line 9: a mean of `pulls` rewards in [0, 1] has sensitivity 1/pulls; (N eps)-DP Laplace noise
         # has scale 1 / (N eps [S(r) - S(r-1)]) (Theorem 1's proof). One privacy stream per agent.
         mechanism = LaplaceMechanism(epsilon=self.participants() * self.params["epsilon"], sensitivity=1.0 / plan.pulls)
         assert math.isclose(mechanism.scale, plan.noise_scale)
         noise = np.zeros((self.num_agents, self.num_arms))
         if mechanism.scale > 0:
-            for i, rng in enumerate(self.privacy_rngs):
-                noise[i] = mechanism.randomise(np.zeros(self.num_arms), rng)
-        self.state.update(sums, self.active, plan, noise)  # lines 8-10
+            for i in np.flatnonzero(rows):
+                noise[i] = mechanism.randomise(np.zeros(self.num_arms), self.privacy_rngs[i])
+        self.state.update(self.sums, self.active, plan, noise, rows=rows, pulled=self.pulled)  # lines 8-10
         self.plan = plan
         self.round_start = self.sim.now
         self.round_done = False
@@ -161,20 +155,59 @@ class Elimination(Protocol):
         self._ticks += 1
         self.sim.call_at(self.round_start + self._ticks * self.slot * (1.0 + TIE), self._tick)
 
-    def finish_round(self, aggregate: np.ndarray) -> None:
-        """Lines 12-15: eliminate with the aggregated private means (K,), or one row per agent (M, K)."""
-        radius = self.plan.radius
-        if aggregate.ndim == 2:
-            masks = [eliminate(self.active, row, radius) for row in aggregate]
-            if any(not np.array_equal(masks[0], mask) for mask in masks[1:]):
-                raise ProtocolError("agents disagree on the active set after GIS")
-            self.new_active = masks[0]
-            aggregate = aggregate[0]
+    def finish_pooled(self, records: np.ndarray, counts: np.ndarray) -> None:
+        """Lines 12-15 over the records j (rows of ``records``) with sample counts n_j (``counts``)."""
+        keep = counts > 0
+        if not keep.any():
+            self.finish_round(None, total=0, records=0)
+            return
+        counts = counts[keep]
+        self.finish_round(pooled_mean(records[keep], counts), total=int(counts.sum()), records=int(keep.sum()))
+
+    def finish_round(self, aggregate: np.ndarray | None, *, total: int, records: int) -> None:
+        """Lines 12-15: eliminate with the aggregated private means (K,) of ``records`` records holding
+        ``total`` samples per active arm; ``None`` (no record reached the aggregator): no elimination.
+
+        The radius is the plan's C(r) when the N expected records arrived with S(r) samples each,
+        else :func:`~protocols.li2022.epochs.pooled_radius` of what arrived.
+        """
+        plan = self.plan
+        if aggregate is None:
+            self.new_active = self.active.copy()
+            aggregate = self.last_aggregate
         else:
+            n = self.participants()
+            if records == n and total == n * plan.samples:
+                radius = plan.radius
+            else:
+                radius = pooled_radius(self.r, int(self.active.sum()), self.num_arms, self.schedule.horizon, n,
+                                       self.params["epsilon"], total=total, records=records)
             self.new_active = eliminate(self.active, aggregate, radius)
         self.last_aggregate = aggregate
         self.history.append((self.r, self.new_active.copy(), aggregate.copy()))
         self.round_done = True
+
+    # ------------------------------------------------------------------ crashes
+    def _crashed(self, node: int) -> None:
+        if node < self.num_agents:
+            self.runs.crashed(node)
+            if self.exploring:
+                self.missed[node] = True
+            self.agent_crashed(node)
+        else:
+            self.server_crashed()
+
+    def _restarted(self, node: int, state: str) -> None:
+        if node < self.num_agents:
+            if state == "lost":  # a fresh learner; r, I^(r-1) and the slot come with the synchronisation signal
+                self.state.forget(node)
+                if self.exploring:
+                    self.sums[node] = 0.0
+                    self.pulled[node] = 0.0
+            self.runs.restarted(node)
+            self.agent_restarted(node, state)
+        else:
+            self.server_restarted(state)
 
     # ------------------------------------------------------------------ hooks
     def communicate(self) -> None:
@@ -182,6 +215,18 @@ class Elimination(Protocol):
 
     def comm_tick(self, now: float) -> None:
         """Per-slot work of the communication protocol (advertise, retry)."""
+
+    def agent_crashed(self, agent: int) -> None:
+        """``agent`` crashed (the communication protocol stops waiting for it)."""
+
+    def agent_restarted(self, agent: int, state: str) -> None:
+        """``agent`` is back (``state``: kept or lost)."""
+
+    def server_crashed(self) -> None:
+        """The server crashed (protocols with a server)."""
+
+    def server_restarted(self, state: str) -> None:
+        """The server is back (protocols with a server)."""
 
     def results(self) -> dict[str, float]:
         best = self.sim.bandit.best_arm

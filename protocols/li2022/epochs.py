@@ -21,6 +21,21 @@ Decisions where the text leaves room (pinned by ``tests/test_li2022_rounds.py``)
   is drawn.
 * With a round cap R, ``Delta`` in Delta_r = Delta^{r/R} is the true minimal non-zero gap of the
   instance (the paper's analysis assumes it is known); it is clipped to [1e-12, 1).
+
+Missing records (crashes, ``docs/faults.md``). The paper assumes that every round aggregates the
+N records of agents that each hold S(r) samples per active arm. When a crash leaves a record out
+or an agent behind, the same formulas are applied to what was actually aggregated:
+
+* agent i keeps its own count n_i of samples per active arm in ybar_i, and Eq. (6) becomes
+  ybar_i <- n_i / (n_i + s) ybar_i + s / (n_i + s) yhat_i for an epoch of s new pulls (the paper's
+  Eq. (6) when n_i = S(r-1));
+* the aggregate is the pooled mean sum_j n_j ybar_j / sum_j n_j over the records j aggregated
+  (line 12 when all n_j are equal; computed with weights n_j / max n so that this case is
+  bit-for-bit the plain mean) (:func:`pooled_mean`);
+* the confidence radius uses the totals: with n records holding n_tot samples per arm,
+  C = sqrt(log(8|I|r^2 T) / (2 n_tot)) + r sqrt(8 log(8 K r^2 T)) sqrt(n) / (N eps n_tot)
+  (:func:`pooled_radius`), which is line 5 when n = N and n_tot = N S(r) (then the paper's value
+  is used as is).
 """
 
 from __future__ import annotations
@@ -63,6 +78,32 @@ def confidence_radius(r: int, active: int, arms: int, horizon: float, participan
         return c
     h = r * math.sqrt(8.0 * math.log(8.0 * arms * r * r * horizon)) / (participants**1.5 * epsilon * samples)
     return c + h
+
+
+def pooled_radius(r: int, active: int, arms: int, horizon: float, participants: int, epsilon: float, *,
+                  total: int, records: int) -> float:
+    """C(r) of line 5 recomputed for ``records`` records holding ``total`` samples per active arm.
+
+    C = sqrt(log(8 |I| r^2 T) / (2 n_tot)) + r sqrt(8 log(8 K r^2 T)) sqrt(n) / (N eps n_tot): the
+    Hoeffding term of n_tot pooled samples, and the paper's privacy term for the sum of the n
+    records' Laplace draws of scale 1/(N eps) per epoch (equal to line 5 when n = N, n_tot = N S(r)).
+    """
+    c = math.sqrt(math.log(8.0 * active * r * r * horizon) / (2.0 * total))
+    if math.isinf(epsilon):
+        return c
+    return c + r * math.sqrt(8.0 * math.log(8.0 * arms * r * r * horizon)) * math.sqrt(records) / (
+        participants * epsilon * total)
+
+
+def pooled_mean(records: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Pooled mean sum_j n_j ybar_j / sum_j n_j of the rows of ``records`` (counts n_j > 0).
+
+    The weights are n_j / max n: with equal counts they are exactly 1.0 and the result is the
+    plain mean of line 12 bit for bit.
+    """
+    weights = np.asarray(counts, dtype=float)
+    weights = weights / weights.max()
+    return (weights[:, None] * records).sum(axis=0) / weights.sum()
 
 
 def laplace_scale(participants: int, epsilon: float, new_pulls: int) -> float:
@@ -133,33 +174,61 @@ class PrivateMeans:
     """Per-agent learning state of the elimination algorithms, vectorised over M agents.
 
     ``own_sums`` (M x K) are an agent's own reward sums (non-private, never sent; they choose
-    the local empirical best arm during communication rounds). ``private`` (M x K) is the
-    historical private mean ybar_{i,k}(r) of Eq. (6), the only thing an agent ever sends.
+    the local empirical best arm during communication rounds) and ``own_counts`` their numbers of
+    pulls. ``private`` (M x K) is the historical private mean ybar_{i,k}(r) of Eq. (6), the only
+    thing an agent ever sends, and ``counts`` (M,) the number n_i of samples per active arm it
+    holds (S(r-1) for every agent unless crashes left some behind; see the module docstring).
+    ``samples`` is S(r-1) of the epoch schedule.
     """
 
     def __init__(self, num_agents: int, num_arms: int):
         self.own_sums = np.zeros((num_agents, num_arms))
         self.own_counts = np.zeros((num_agents, num_arms))
         self.private = np.zeros((num_agents, num_arms))
-        self.samples = 0  # S(r-1): exploration samples per active arm so far
+        self.counts = np.zeros(num_agents, dtype=np.int64)
+        self.samples = 0  # S(r-1): exploration samples per active arm so far (the schedule's)
 
-    def update(self, sums: np.ndarray, active: np.ndarray, plan: EpochPlan, noise: np.ndarray) -> None:
+    def update(self, sums: np.ndarray, active: np.ndarray, plan: EpochPlan, noise: np.ndarray, *,
+               rows: np.ndarray | None = None, pulled: np.ndarray | None = None) -> None:
         """Close epoch r: ``sums`` (M x K) are this epoch's reward sums of ``plan.pulls`` pulls per active arm.
 
         xhat = sums / pulls (line 8); yhat = xhat + noise (line 9, ``noise`` drawn by the caller
-        with scale ``plan.noise_scale``); ybar by Eq. (6) (line 10). Inactive arms are left alone.
+        with scale ``plan.noise_scale``); ybar by Eq. (6) with each agent's own count n_i (line 10).
+        Only the agents of the boolean mask ``rows`` (default: all) privatise; the others keep
+        ybar and n_i. Every agent's own statistics grow by what it pulled: ``pulled`` (M x K,
+        default ``plan.pulls`` on the active arms). Inactive arms are left alone.
         """
         xhat = sums / plan.pulls
         yhat = xhat + noise
-        updated = historical_mean(self.private, self.samples, plan.samples, yhat)
-        self.private = np.where(active, updated, self.private)
+        n = self.counts[:, None]
+        updated = historical_mean(self.private, n, n + plan.pulls, yhat)
+        self.private = np.where(active if rows is None else active & rows[:, None], updated, self.private)
+        if rows is None:
+            self.counts += plan.pulls
+        else:
+            self.counts[rows] += plan.pulls
         self.own_sums += np.where(active, sums, 0.0)
-        self.own_counts += np.where(active, plan.pulls, 0)
+        self.own_counts += np.where(active, plan.pulls, 0) if pulled is None else pulled
         self.samples = plan.samples
 
+    def forget(self, agent: int) -> None:
+        """``agent`` lost its state (crash with ``state = "lost"``): it starts again with no sample."""
+        self.own_sums[agent] = 0.0
+        self.own_counts[agent] = 0.0
+        self.private[agent] = 0.0
+        self.counts[agent] = 0
+
     def local_best(self, active: np.ndarray) -> np.ndarray:
-        """Each agent's local empirical best active arm (own rewards only; ties to the lowest index)."""
+        """Each agent's local empirical best active arm (own rewards only; ties to the lowest index).
+
+        An agent with no own sample of any active arm (a fresh learner after a crash) pulls the
+        first active arm.
+        """
         with np.errstate(invalid="ignore", divide="ignore"):
             means = np.where(self.own_counts > 0, self.own_sums / np.maximum(self.own_counts, 1), -np.inf)
         means = np.where(active, means, -np.inf)
-        return np.argmax(means, axis=1)
+        best = np.argmax(means, axis=1)
+        blank = np.isneginf(means[np.arange(len(best)), best])
+        if blank.any():
+            best[blank] = int(np.argmax(active))
+        return best

@@ -11,6 +11,7 @@ import numpy as np
 from netsim import params as P
 from netsim.registry import register_protocol
 from protocols.li2022.elimination import COMMON_FIELDS, Elimination
+from protocols.li2022.epochs import pooled_mean
 from protocols.li2022.gis import Flood
 from protocols.li2022.sac import SinkTree, sink_agents
 from protocols.li2022.uploads import Uploads
@@ -37,46 +38,76 @@ class HDPMAB(Elimination):
         self.server = self.sim.num_agents
         self.components = [list(c) for c in net.components]
         self.sinks, self.sink_delays, self.sink_delay = sink_agents(net.agent_graph, self.components)  # Alg. 4
-        self.uploads = Uploads(net, "hdp", reliable=self.reliable, timeout=self.timeout, on_complete=self._collected)
+        self._sink_of = {s: q for q, s in enumerate(self.sinks)}
+        self.uploads = Uploads(net, "hdp", reliable=self.reliable, timeout=self.timeout, up=self.up,
+                               on_complete=self._collected)
         if self.params["sac_routing"] == "flood":
-            self.sac = Flood(net, "sac", reliable=self.reliable, timeout=self.timeout, on_group=self._sink_ready)
+            self.sac = Flood(net, "sac", reliable=self.reliable, timeout=self.timeout, up=self.up,
+                             on_group=self._sink_ready)
         else:
             self.sac = SinkTree(net, "sac", graph=net.agent_graph, groups=self.components, sinks=self.sinks,
-                                reliable=self.reliable, timeout=self.timeout, on_group=self._sink_ready)
+                                reliable=self.reliable, timeout=self.timeout, up=self.up, on_group=self._sink_ready)
 
     def communicate(self) -> None:
-        self.uploads.begin(self.sinks, self.server)
+        participants = self.up_agents()
+        self.uploads.begin([s for s in self.sinks if participants[s]], self.server)  # a down sink: no upload
         self._collected_at_sink = [False] * len(self.components)
-        records = self.state.private.copy()
+        self._records = self.state.private.copy()
+        self._counts = self.state.counts.copy()
         if isinstance(self.sac, Flood):
-            self.sac.begin(records, self.components, self.sinks)
+            self.sac.begin(self._records, self._counts, participants, self.components, self.sinks)
         else:
-            self.sac.begin(records)
+            self.sac.begin(self._records, participants)
 
     def comm_tick(self, now: float) -> None:
         self.sac.tick(now)
         self.uploads.tick(now)
 
+    def agent_crashed(self, agent: int) -> None:
+        self.sac.crashed(agent)
+        if agent in self._sink_of:
+            self.uploads.drop(agent)
+
+    def agent_restarted(self, agent: int, state: str) -> None:
+        self.sac.restarted(agent, state)
+        if state == "lost":
+            self.uploads.agent_lost(agent)
+
+    def server_restarted(self, state: str) -> None:
+        self.uploads.server_restarted(state)
+
     def _sink_ready(self, q: int) -> None:
-        """Lines 9-10: the sink of component q averages its M_q records and uploads the mean."""
+        """Lines 9-10: the sink of component q averages the records it holds and uploads the mean."""
         if self._collected_at_sink[q]:
             return
         self._collected_at_sink[q] = True
         sink, members = self.sinks[q], self.components[q]
         if isinstance(self.sac, Flood):
-            records = self.sac.received[sink, members]
+            keys = self.sac.held(sink, members)
+            values = self._records[keys]
         else:
-            records = self.sac.records_at_sink(q)
-        self.uploads.send(sink, records.mean(axis=0))
+            keys, values = self.sac.records_at_sink(q)
+        counts = self._counts[keys]
+        keep = counts > 0
+        if keep.any():  # the component's pooled mean, its total samples and number of records
+            record = (pooled_mean(values[keep], counts[keep]), int(counts[keep].sum()), int(keep.sum()))
+        else:
+            record = (None, 0, 0)
+        self.uploads.send(sink, record)
 
-    def _collected(self, records: dict[int, np.ndarray]) -> None:
-        sizes = np.array([len(c) for c in self.components], dtype=float)
-        stacked = np.array([records[s] for s in self.sinks])
+    def _collected(self, records: dict[int, tuple]) -> None:
+        """Lines 14-15 at the server over the components whose sink uploaded records."""
+        got = [records[s] for s in self.sinks if s in records and records[s][1] > 0]
+        if not got:
+            self.finish_round(None, total=0, records=0)
+            return
+        stacked = np.array([g[0] for g in got])
         if self.params["global_mean"] == "components":
             aggregate = stacked.mean(axis=0)  # line 14
-        else:
+        else:  # weighted by the records of each component (M_q without crashes)
+            sizes = np.array([g[2] for g in got], dtype=float)
             aggregate = (sizes[:, None] * stacked).sum(axis=0) / sizes.sum()
-        self.finish_round(aggregate)
+        self.finish_round(aggregate, total=sum(g[1] for g in got), records=sum(g[2] for g in got))
 
     def results(self) -> dict[str, float]:
         out = super().results()

@@ -43,50 +43,116 @@ class SinkTree:
     reaches the sink after sd(i, SA_q) slots. ``on_group(q)`` fires when the sink of component
     q holds all M_q records. With ``reliable`` every hop is acknowledged and repeated after
     ``timeout`` until acknowledged.
+
+    Crashes (``docs/faults.md``): the participants are the agents up at the round's start. The
+    sink waits for the record of every participant whose whole path to the sink is up at the
+    start and does not crash during the round: when an agent crashes, the records of its subtree
+    may be stuck (or lost with it), so the sink stops waiting for them (records that still arrive
+    are used). A component whose sink is down at the start or crashes takes no part in the round
+    (no ``on_group``). A down agent neither sends nor retries; one that restarts with ``lost``
+    forgets what it was relaying.
     """
 
     def __init__(self, network, prefix: str, *, graph: nx.Graph, groups: Sequence[Sequence[int]],
-                 sinks: Sequence[int], reliable: bool, timeout: float, on_group: Callable[[int], None]):
+                 sinks: Sequence[int], reliable: bool, timeout: float, up: np.ndarray,
+                 on_group: Callable[[int], None]):
         self.network = network
         self.kind, self.ack = f"{prefix}-hop", f"{prefix}-ack"
         self.groups = [list(g) for g in groups]
         self.sinks = list(sinks)
+        self._sink_set = set(self.sinks)
         self.reliable = reliable
         self.timeout = timeout
+        self.up = up
         self.on_group = on_group
         self.tag = 0
+        self.active = False
+        self._outbox: dict[int, dict[int, np.ndarray]] = {}
+        self._forwarded: dict[int, set[int]] = {}
+        self._unacked: dict[int, dict[int, list]] = {}
         self.parent = np.full(network.num_agents, -1)
+        self.children: list[list[int]] = [[] for _ in range(network.num_agents)]
         self.group_of = np.zeros(network.num_agents, dtype=np.int64)
         for q, (sink, members) in enumerate(zip(self.sinks, self.groups)):
             self.group_of[members] = q
             if len(members) > 1:
                 for child, par in nx.bfs_predecessors(graph.subgraph(members), sink):
                     self.parent[child] = par
+                    self.children[par].append(child)
         network.subscribe(self.kind, self._on_hop)
         network.subscribe(self.ack, self._on_ack)
 
-    def begin(self, records: np.ndarray) -> None:
+    def begin(self, records: np.ndarray, participants: np.ndarray) -> None:
         self.tag += 1
-        self.held = {s: {s: records[s]} for s in self.sinks}
-        self._outbox = {i: {i: records[i]} for i in range(len(records)) if i not in self.held}
-        self._forwarded: dict[int, set[int]] = {}
-        self._unacked: dict[int, dict[int, list]] = {}
-        for q, members in enumerate(self.groups):
-            if len(members) == 1:
-                self.on_group(q)
+        self.active = True
+        up = np.asarray(participants, dtype=bool)
+        self.held = {s: {s: records[s]} for s in self.sinks if up[s]}
+        self._outbox = {i: {i: records[i]} for i in range(len(records)) if up[i] and i not in self.sinks}
+        self._forwarded = {}
+        self._unacked = {}
+        self.waiting: list[set[int]] = []
+        self._done = [False] * len(self.groups)
+        for sink in self.sinks:
+            reach: set[int] = set()
+            if up[sink]:
+                stack = [sink]
+                while stack:  # the participants whose whole path to the sink is up
+                    node = stack.pop()
+                    reach.add(node)
+                    stack.extend(c for c in self.children[node] if up[c])
+            self.waiting.append(reach)
+        for q in range(len(self.groups)):
+            self._check(q)
 
-    def records_at_sink(self, q: int) -> np.ndarray:
+    def records_at_sink(self, q: int) -> tuple[list[int], np.ndarray]:
+        """(keys, values) of the records the sink of group q holds, in member order."""
         held = self.held[self.sinks[q]]
-        return np.array([held[j] for j in self.groups[q]])
+        keys = [j for j in self.groups[q] if j in held]
+        return keys, np.array([held[j] for j in keys])
+
+    def crashed(self, node: int) -> None:
+        """Agent ``node`` crashed: its group stops waiting for its subtree (or, for a sink, ends)."""
+        if not self.active:
+            return
+        q = int(self.group_of[node])
+        if node == self.sinks[q]:
+            self._done[q] = True
+            return
+        stack, cut = [node], set()
+        while stack:
+            n = stack.pop()
+            cut.add(n)
+            stack.extend(self.children[n])
+        self.waiting[q] -= cut
+        self._check(q)
+
+    def restarted(self, node: int, state: str) -> None:
+        """``lost``: ``node`` forgets the records it was relaying."""
+        if state == "lost":
+            self._outbox.pop(node, None)
+            self._forwarded.pop(node, None)
+            self._unacked.pop(node, None)
+
+    def _check(self, q: int) -> None:
+        sink = self.sinks[q]
+        if not self._done[q] and sink in self.held and self.waiting[q] <= self.held[sink].keys():
+            self._done[q] = True
+            self.on_group(q)
 
     def tick(self, now: float) -> None:
+        up = self.up
         outbox, self._outbox = self._outbox, {}
         for node in sorted(outbox):
+            if not up[node]:  # sends when it is back
+                self._outbox[node] = outbox[node]
+                continue
             self._send(node, outbox[node])
             if self.reliable:
                 self._unacked.setdefault(node, {}).update({k: [v, now] for k, v in outbox[node].items()})
         if self.reliable:
             for node, pending in self._unacked.items():
+                if not up[node]:
+                    continue
                 late = {k: v for k, v in pending.items() if now - v[1] >= self.timeout}
                 if late:
                     self._send(node, {k: v[0] for k, v in late.items()})
@@ -105,14 +171,13 @@ class SinkTree:
         node = message.dst
         if self.reliable:
             self.network.send(node, message.src, self.ack, (tag, keys))
-        if node in self.held:
+        if node in self._sink_set:  # a sink that is out of this round (it was down) keeps nothing
+            if node not in self.held:
+                return
             held = self.held[node]
-            q = int(self.group_of[node])
-            complete = len(held) == len(self.groups[q])
             for k, v in zip(keys, values):
                 held.setdefault(k, v)
-            if not complete and len(held) == len(self.groups[q]):
-                self.on_group(q)
+            self._check(int(self.group_of[node]))
             return
         forwarded = self._forwarded.setdefault(node, set())  # relay: forward at the next slot boundary, once
         box = self._outbox.setdefault(node, {})

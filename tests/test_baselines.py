@@ -1,0 +1,62 @@
+"""The baselines ``ucb1`` and ``central-ucb`` (protocols/baselines.py) under duplication and crashes."""
+
+import pytest
+
+from netsim import scenario as S
+from netsim.sim import Simulation
+from netsim.streams import trial_sequence
+from tests.conftest import scenario_dict
+
+
+def build(protocol, faults=None, horizon=400):
+    doc = scenario_dict(protocol={"name": protocol}, network={"topology": "ring", "agents": 5},
+                        run={"horizon": horizon, "checkpoints": 4, "seed": 3})
+    if faults is not None:
+        doc["faults"] = faults
+    return S.from_dict(doc)
+
+
+def simulate(sc, seed=3, probes=()):
+    sim = Simulation(sc, trial_sequence(seed, 0))
+    seen = {}
+    for t in probes:
+        sim.call_at(t, lambda t=t: seen.__setitem__(t, sim.bandit.pulls.copy()))
+    return sim, sim.run().row, seen
+
+
+@pytest.mark.parametrize("protocol", ["ucb1", "central-ucb"])
+def test_duplication_changes_nothing(protocol):
+    """Neither baseline sends a message: with duplication 0.2 the trial is the fault-free one exactly."""
+    for seed in (1, 2):
+        _, clean, _ = simulate(build(protocol), seed)
+        _, dup, _ = simulate(build(protocol, {"duplication": 0.2}), seed)
+        assert dup["group_regret"] == clean["group_regret"]
+        assert dup["messages_sent"] == dup["duplicated"] == 0
+
+
+@pytest.mark.parametrize("state", ["kept", "lost"])
+@pytest.mark.parametrize("protocol", ["ucb1", "central-ucb"])
+def test_agent_crash_and_restart(protocol, state):
+    """Agent 2 is down during [100, 250): it pulls nothing then (T - 150 pulls), the others pull every
+    tick, the trial ends ok, and the (empty) message books balance."""
+    faults = {"crashes": [{"node": 2, "start": 100.0, "end": 250.0}], "state": state}
+    sim, row, seen = simulate(build(protocol, faults), probes=(100.0, 249.5))
+    assert row["status"] == "ok"
+    assert seen[100.0][2] == seen[249.5][2] == 100
+    assert sim.bandit.pulls.tolist() == [400, 400, 250, 400, 400]
+    assert row["messages_sent"] == row["messages_delivered"] + row["messages_dropped"] + row["messages_in_flight"] == 0
+
+
+def test_central_ucb_lost_equals_kept():
+    """The pooled learner lives outside the agents: a lost agent loses nothing."""
+    rows = [simulate(build("central-ucb", {"crashes": [{"node": 2, "start": 100.0, "end": 250.0}], "state": s}))[1]
+            for s in ("kept", "lost")]
+    assert rows[0]["group_regret"] == rows[1]["group_regret"]
+
+
+def test_ucb1_lost_agent_starts_afresh():
+    """A lost ucb1 agent re-runs UCB1 from scratch: its first K pulls after the restart try every arm."""
+    sc = build("ucb1", {"crashes": [{"node": 2, "start": 100.0, "end": 250.0}], "state": "lost"})
+    sim, _, _ = simulate(sc)
+    counts = sim.protocol.counts[2]
+    assert counts.sum() == 150 and (counts >= 1).all()  # only the pulls since the restart
