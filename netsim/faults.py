@@ -226,6 +226,8 @@ class Faults:
         self.num_agents = num_agents
         self.streams = streams
         self.up = np.ones(num_nodes, dtype=bool)
+        #: the node whose crash handlers are running (-1: none); see ``Simulation._guard_pulls``
+        self.settling = -1
         self._down_count = [0] * num_nodes
         self._crash_handlers: list[Callable[[int], None]] = []
         self._restart_handlers: list[Callable[[int, str], None]] = []
@@ -301,8 +303,12 @@ class Faults:
         self._down_count[node] = after = before + step
         if before == 0 and after > 0:
             self.up[node] = False
-            for handler in self._crash_handlers:
-                handler(node)
+            self.settling = node  # its crash handlers may still settle its pulls of the past
+            try:
+                for handler in self._crash_handlers:
+                    handler(node)
+            finally:
+                self.settling = -1
         elif before > 0 and after == 0:
             self.up[node] = True
             for handler in self._restart_handlers:

@@ -124,15 +124,22 @@ class Simulation:
         """Make a pull for a crashed agent a :class:`ProtocolError` (scenarios with crashes only).
 
         The check wraps this trial's ``bandit.pull_many`` (``pull`` goes through it), so a scenario
-        without crashes pays nothing.
+        without crashes pays nothing. One exception: while the crash handlers of a node run, pulls
+        for that node are allowed, since they settle slots it played before the crash (protocols
+        that draw whole runs of slots lazily as exact-law sums).
         """
-        bandit, up = self.bandit, self.faults.up
+        bandit, faults = self.bandit, self.faults
+        up = faults.up
         pull_many = bandit.pull_many
 
         def guarded(agents, arms, n=1):
             agents = np.asarray(agents, dtype=np.int64)
             if len(agents) and not up[agents].all():
                 down = sorted(set(agents[~up[agents]].tolist()))
+                if down == [faults.settling]:
+                    # an on_crash handler settles the pulls the agent made before this instant
+                    # (protocols that draw whole runs of slots lazily as exact-law sums)
+                    return pull_many(agents, arms, n)
                 raise ProtocolError(f"protocol {self.scenario.protocol['name']!r} pulled for crashed agent(s) "
                                     f"{down[:5]} at t = {self.env.now:g}; a crashed node pulls nothing")
             return pull_many(agents, arms, n)

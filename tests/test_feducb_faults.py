@@ -70,7 +70,12 @@ def test_duplicates_with_server_delays_match_within_tolerance():
         uploads = sim.metrics.messages["feducb-upload"]
         assert sim.protocol.privatizer.rounds.sum() <= uploads.sent
     clean, dup = np.array(clean), np.array(dup)
-    assert abs((dup - clean).mean()) <= 0.05 * clean.mean()
+    # tolerance: 5 % of the mean, or three standard errors of the paired differences when the
+    # pairing is looser than that (two-sided alpha ~ 0.003 under normality): with sampled delays a
+    # copy that overtakes its original shifts every later message onto other delay draws
+    diff = dup - clean
+    tolerance = max(0.05 * clean.mean(), 3 * diff.std(ddof=1) / np.sqrt(len(diff)))
+    assert abs(diff.mean()) <= tolerance
 
 
 def test_late_syncs_never_overwrite_newer_ones():
