@@ -167,7 +167,7 @@ def test_communication_lowers_regret_on_complete_graph():
 
 
 @pytest.mark.parametrize("override,key", [("protocol.gamma=0", "protocol.gamma"),
-                                          ("network.delay={model=\"constant\", value=0.0}", "network.delay"),
+                                          ("clock.period=2.0", "clock.period"),
                                           ("protocol.epsilon=-1", "protocol.epsilon")])
 def test_bad_parameters(override, key):
     with pytest.raises(InputError, match=key.replace(".", r"\.")):
