@@ -15,7 +15,7 @@ from netsim import scenario as S
 from netsim.errors import InputError
 from netsim.sim import Simulation, run_trial
 from netsim.streams import trial_sequence
-from protocols.zhu2021 import gossip, gossip_ucb, rules
+from protocols.zhu2021 import exchange, gossip, rules
 
 # Heterogeneous instance where every agent's local best arm differs from the global best:
 # global means (0.3, 0.7, 0.3); agent 0 prefers arm 0 locally, agent 1 arm 2, agent 2 arm 1.
@@ -245,38 +245,44 @@ def test_paper_mode_communication_counts():
 
 
 def test_realistic_mode_messages_delay_and_sum_invariant():
-    """theta travels with the link delay while agents keep pulling; corrections applied on arrival
-    keep sum_i theta + (corrections in flight) = sum_i X~."""
+    """Pairwise exchanges over a constant delay of 3 while agents keep pulling: each reply carrying
+    b applies (b - a) / 2 at the initiator, whose partner already applied (a - b) / 2, so
+    sum_i theta_i + (halves in flight) = sum_i X~_i at every tick (Eq. (9))."""
     deliveries = []
-    sc = scenario({"name": "gossip-ucb", "mode": "realistic", "gossip_rate": 0.5}, agents=4, topology="ring",
-                  horizon=400, network={"delay": {"model": "constant", "value": 3.0}},
+    sc = scenario({"name": "gossip-ucb", "mode": "realistic", "gossip_rate": 0.5, "exchange_timeout": 20.0},
+                  agents=4, topology="ring", horizon=400, network={"delay": {"model": "constant", "value": 3.0}},
                   bandit={"kind": "bernoulli", "arms": 3})
     sim = Simulation(sc, trial_sequence(1, 0))
     pending = np.zeros(3)
 
     def trace(event, message):
-        if message.kind != gossip_ucb.THETA:
+        if message.kind not in (exchange.REQUEST, exchange.REPLY):
             return
         deliveries.append((event, message))
-        correction = 0.5 * (message.payload[0] - message.payload[1])
-        if event == "send":
-            pending[:] += correction
-        elif event == "deliver":
-            pending[:] -= correction
+        if message.kind == exchange.REPLY and message.payload[1] is not None:
+            a = sim.protocol.exchange.awaited[message.dst, message.payload[0]]
+            half = 0.5 * (message.payload[1] - a)
+            if event == "send":
+                pending[:] -= half
+            elif event == "deliver":
+                pending[:] += half
 
     sim.network.tracer = trace
     bad = []
 
     def check(p):
-        if not np.allclose(p.theta.sum(axis=0) + pending, p.xbar.sum(axis=0), atol=1e-9):
+        if not np.allclose(p.theta.sum(axis=0) - pending, p.xbar.sum(axis=0), atol=1e-9):
             bad.append(p.t)
 
     sim.protocol.observer = check
     result = sim.run()
     assert bad == []
     row = result.row
-    assert row["sent_zhu2021-theta"] == 2 * row["gossip_exchanges"] > 0
-    assert abs(row["gossip_exchanges"] - 0.5 * 400) < 4 * math.sqrt(0.5 * 400)  # Poisson, total rate 0.5
+    assert row["exchanges_abandoned"] == row["exchanges_retransmitted"] == 0
+    assert row["sent_zhu2021-theta"] == row["exchanges_started"] > 50
+    unanswered = row["sent_zhu2021-theta-reply"] - row["exchanges_completed"] - row["exchanges_refused"]
+    assert 0 <= unanswered <= row["messages_in_flight"]  # replies still travelling when the run ends
+    assert row["exchanges_completed"] == row["gossip_exchanges"] > 0
     assert row["sent_zhu2021-ntilde"] == row["ntilde_reads"] == 2 * 4 * 400
     assert all(m.due_at - m.sent_at == pytest.approx(3.0) for ev, m in deliveries if ev == "send")
 

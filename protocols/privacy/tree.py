@@ -169,6 +169,19 @@ class BinaryTreeCounter:
                 self.noise_terms += count
         return (sums + (noise * active).sum(axis=-1)).reshape(out_shape)
 
+    def restart(self, index: Any) -> None:
+        """The counters at ``index`` start a new stream (their owner lost its state): zero sums, no nodes.
+
+        A fresh stream is a new data set, so its budget eps starts afresh; its times continue
+        from the caller's clock (times skipped since are x = 0).
+        """
+        flat = np.atleast_1d(self._ids[index]).ravel()
+        self._sums[flat] = 0.0
+        self._last[flat] = 0
+        self._node[flat] = 0
+        self._noise[flat] = 0.0
+        self._used[flat] = False
+
     @property
     def sums(self) -> np.ndarray:
         """Exact prefix sums (for tests and bookkeeping; never released)."""

@@ -35,13 +35,22 @@ Engine wiring (two modes, ``[protocol] mode``):
   per tick) and report ``ntilde_reads`` = 2 |E| per tick (each read carries M counts).
 * ``realistic``: the same agent clock, but links fire at the rings of Poisson clocks
   (:func:`netsim.activation.poisson_edge_clocks`, total rate ``gossip_rate`` per unit time),
-  theta travels as ``zhu2021-theta`` messages over the link's delay/loss law, and each agent
-  sends its ñ to its neighbours every tick as ``zhu2021-ntilde`` messages (merged at the
-  receiver's next tick). Agents keep pulling while theta is in flight. On arrival the
-  receiver applies the correction theta_i += (theta_j(s) - theta_i(s)) / 2, where s is the
-  activation time: with zero delay this is exactly line 20, and without loss it keeps
-  sum_i theta_i = sum_i X̃_i (the invariant of Eq. (9)), which a test checks. With unit
-  delay the ñ messages reproduce Eq. (1) exactly (Lemma 1 is tested in both modes).
+  and theta is averaged by the atomic pairwise exchange of :mod:`protocols.zhu2021.exchange`
+  (request ``zhu2021-theta``, reply ``zhu2021-theta-reply``, over the link's delay/loss law; one
+  exchange per node at a time, both endpoints apply one average of one pair of values, RFC 6298
+  timeouts): with zero delay it is exactly line 20, and it stays bounded for any delay law.
+  Agents keep pulling while an exchange is open. Each agent sends its ñ to its neighbours every
+  tick as ``zhu2021-ntilde`` messages, merged at the receiver's next tick by Eq. (1)'s max; a max
+  is idempotent and monotone, so a duplicated or reordered ñ message changes nothing and needs no
+  sequence number. With unit delay the ñ messages reproduce Eq. (1) exactly (Lemma 1 is tested
+  in both modes).
+* Crashes (realistic mode; paper mode has no messages and refuses them): a crashed agent pulls
+  nothing, sends nothing, opens no exchange, and what is sent to it is dropped; an exchange it
+  started times out. ``state = "kept"``: it resumes with its counts and estimates.
+  ``state = "lost"``: it rejoins as a fresh learner at its next tick: Alg. 1 line 1 again (every
+  arm pulled once, n = ñ = 1, theta = X̃ = X(0), a fresh private counter for Fed_UCB), new
+  sequence-number incarnation; Eq. (1) and the consistency set A_i then make it catch up with
+  its neighbours' counts.
 
 Decisions where the paper is ambiguous (each pinned by a test in ``tests/test_zhu2021.py``):
 
@@ -76,6 +85,7 @@ from netsim.network import Message
 from netsim.protocol import Protocol
 from netsim.registry import register_protocol
 from protocols.privacy.tree import BinaryTreeCounter
+from protocols.zhu2021.exchange import PairwiseExchange
 from protocols.zhu2021.gossip import expected_gossip_matrix, gossip_update, second_eigenvalue
 from protocols.zhu2021.rules import (
     confidence_bound,
@@ -85,9 +95,6 @@ from protocols.zhu2021.rules import (
     propagate_max_counts,
     select_arms,
 )
-
-THETA = "zhu2021-theta"
-
 
 NTILDE = "zhu2021-ntilde"
 
@@ -104,10 +111,13 @@ class GossipUCB(Protocol):
                              "theta and ñ messages"),
         "gossip_rate": P.real(1.0, low=0.0, low_open=True,
                               doc="realistic mode: link activations per unit time over the whole graph"),
+        "exchange_timeout": P.real(4.0, low=0.0, low_open=True,
+                                   doc="realistic mode: initial timeout of a gossip exchange (then RFC 6298)"),
     }
     requires_connected = True
     servers = 0
     bandit_kinds = ("bernoulli", "gaussian", "heterogeneous", "csv", "diabetes")
+    crash_states = ("kept", "lost")
 
     @classmethod
     def check(cls, scenario: Any) -> None:
@@ -119,7 +129,7 @@ class GossipUCB(Protocol):
                              key="network.components")
         if scenario.network["agents"] < 2:
             raise InputError("gossip needs a link; accepted: network.agents >= 2", key="network.agents")
-        message_faults = set(faults.kinds(scenario.faults)) & {"link_down", "duplication", "reorder"}
+        message_faults = set(faults.kinds(scenario.faults)) & {"link_down", "crash", "duplication", "reorder"}
         if message_faults and scenario.protocol["mode"] == "paper":
             raise InputError(f"paper mode reads neighbours without messages, so {', '.join(sorted(message_faults))} "
                              "would have no effect; accepted: protocol.mode = 'realistic' with message faults",
@@ -164,7 +174,8 @@ class GossipUCB(Protocol):
         gossip_rng = sim.streams.for_("gossip")
         if self._realistic:
             self._heard = np.zeros((n_agents, n_arms))
-            sim.network.subscribe_batch(THETA, self._on_theta)
+            self.exchange = PairwiseExchange(sim, width=n_arms, value=lambda i: self.theta[i], move=self._move,
+                                             timeout=self.params["exchange_timeout"], min_timeout=self.period)
             sim.network.subscribe_batch(NTILDE, self._on_ntilde)
             poisson_edge_clocks(sim.env, sim.network, gossip_rng, self._gossip_now,
                                 rate=self.params["gossip_rate"] / len(self.edges))
@@ -172,6 +183,10 @@ class GossipUCB(Protocol):
             # Started before the agent clock, so at every instant the link is drawn first.
             uniform_edge_clock(sim.env, sim.network, gossip_rng, self._remember_edge, period=self.period,
                                start=self.period)
+        self._up = sim.faults.up[:n_agents] if sim.faults.has_crashes else None
+        self._fresh: list[int] = []   # agents back from a crash with state "lost", re-initialised next tick
+        if self._up is not None:
+            sim.faults.on_restart(self._restarted)
         sim.every(self.period, self._tick)
 
     # ------------------------------------------------------------------ ticks
@@ -184,23 +199,46 @@ class GossipUCB(Protocol):
         if self.observer is not None:
             self.observer(self)
 
-    def _initialise(self) -> None:
-        """Alg. 1 / Alg. 4 line 1: every agent pulls every arm once at tick 0."""
-        n_agents, n_arms = self.num_agents, self.num_arms
-        agents = np.repeat(self._agents, n_arms)
-        arms = np.tile(np.arange(n_arms), n_agents)
-        rewards = self.sim.bandit.pull_many(agents, arms).reshape(n_agents, n_arms)
-        self.n[:] = 1.0
-        self.ntilde[:] = 1.0
-        self.initial[:] = rewards
-        self.xbar[:] = rewards
-        self.theta[:] = rewards
-        if self._realistic:
+    def _initialise(self, who: np.ndarray | None = None) -> None:
+        """Alg. 1 / Alg. 4 line 1: every agent (or the agents ``who``) pulls every arm once."""
+        who = self._agents if who is None else who
+        n_arms = self.num_arms
+        agents = np.repeat(who, n_arms)
+        arms = np.tile(np.arange(n_arms), len(who))
+        rewards = self.sim.bandit.pull_many(agents, arms).reshape(len(who), n_arms)
+        self.n[who] = 1.0
+        self.ntilde[who] = 1.0
+        self.initial[who] = rewards
+        self.xbar[who] = rewards
+        self.theta[who] = rewards
+        if self._realistic and self.t == 0:
             self._send_ntilde()
+
+    def _restarted(self, node: int, state: str) -> None:
+        """A crashed agent is back; with ``state = "lost"`` it starts afresh (module docstring)."""
+        if node >= self.num_agents or state != "lost":
+            return
+        self.counter.restart(node)
+        self.exchange.forget(node)
+        self._fresh.append(node)
+
+    def _active(self) -> np.ndarray:
+        """Agents that take a step this tick: up, and not re-initialising after a lost-state restart."""
+        if self._up is None:
+            return self._agents
+        active = self._up.copy()
+        if self._fresh:
+            fresh = np.array(sorted(set(self._fresh)), dtype=np.int64)
+            self._fresh = []
+            fresh = fresh[self._up[fresh]]
+            active[fresh] = False
+            self._initialise(fresh)
+        return self._agents[active]
 
     def _step(self, now: float) -> None:
         t = self.t
         n, big_n = self.n, self.num_agents
+        active = self._active()
         lagging = consistency_set(n, self.ntilde, big_n)                           # line 6, uses ñ(t)
         if self._realistic:
             heard, self._heard = self._heard, np.zeros_like(self._heard)
@@ -210,20 +248,22 @@ class GossipUCB(Protocol):
         self.ntilde = propagate_max_counts(n, self.ntilde, heard)                  # line 5, ñ(t+1)
         bonus = confidence_bound(n, t, big_n, horizon=self.ticks, epsilon=self.epsilon())
         arms = select_arms(self.theta, bonus, lagging, self.rng)                   # lines 7-13
-        self.forced_pulls += int(lagging.any(axis=1).sum())
         self.arms, self.lagging = arms, lagging
-        rewards = self.sim.bandit.pull_many(self._agents, arms)                    # line 14
-        n[self._agents, arms] += 1.0                                               # line 15
-        released = self.counter.release((self._agents, arms), t, rewards)         # Alg. 3, X(1..t)
+        if len(active) < big_n:
+            arms, lagging = arms[active], lagging[active]
+        self.forced_pulls += int(lagging.any(axis=1).sum())
+        rewards = self.sim.bandit.pull_many(active, arms)                          # line 14
+        n[active, arms] += 1.0                                                     # line 15
+        released = self.counter.release((active, arms), t, rewards)               # Alg. 3, X(1..t)
         delta = np.zeros_like(self.xbar)
-        new_mean = (self.initial[self._agents, arms] + released) / n[self._agents, arms]  # Eq. (2)
-        delta[self._agents, arms] = new_mean - self.xbar[self._agents, arms]
-        self.xbar[self._agents, arms] = new_mean
+        new_mean = (self.initial[active, arms] + released) / n[active, arms]      # Eq. (2)
+        delta[active, arms] = new_mean - self.xbar[active, arms]
+        self.xbar[active, arms] = new_mean
         if t > self.ticks // 2:
-            self.late_pulls += big_n
+            self.late_pulls += len(active)
             self.late_best += int((arms == self.best_arm).sum())
         if self._realistic:
-            self.theta = self.theta + delta                                        # line 22
+            self.theta += delta                                                    # line 22
             self._send_ntilde()
         else:
             edge = self._edge
@@ -246,8 +286,9 @@ class GossipUCB(Protocol):
     # ------------------------------------------------------------------ realistic-mode messages
     def _send_ntilde(self) -> None:
         network, m = self.sim.network, self.num_arms
-        for i in range(self.num_agents):
-            network.broadcast(i, NTILDE, self.ntilde[i].copy(), size=m)
+        senders = self._agents if self._up is None else self._agents[self._up]
+        for i in senders:
+            network.broadcast(int(i), NTILDE, self.ntilde[i].copy(), size=m)
         self.ntilde_reads += 2 * len(self.edges)
 
     def _on_ntilde(self, messages: list[Message]) -> None:
@@ -256,31 +297,23 @@ class GossipUCB(Protocol):
             np.maximum(heard[msg.dst], msg.payload, out=heard[msg.dst])
 
     def _gossip_now(self, u: int, v: int) -> None:
-        """A link fired: both ends send theta(s); each end keeps its own theta(s) locally.
+        """A link fired: u opens a pairwise exchange with v (:mod:`protocols.zhu2021.exchange`)."""
+        if self.t == 0 or (self._up is not None and not self._up[u]):
+            return  # nothing to gossip before initialisation; a crashed agent starts nothing
+        self.exchange.begin(u, v)
 
-        The receiver's own snapshot rides along in the payload for bookkeeping only (the
-        receiver knows it); ``size`` counts the M transmitted values.
-        """
-        if self.t == 0:
-            return  # before initialisation there is nothing to gossip
-        theta_u, theta_v = self.theta[u].copy(), self.theta[v].copy()
-        network = self.sim.network
-        network.send(u, v, THETA, (theta_u, theta_v), size=self.num_arms)
-        network.send(v, u, THETA, (theta_v, theta_u), size=self.num_arms)
-        self.gossip_exchanges += 1
-
-    def _on_theta(self, messages: list[Message]) -> None:
-        for msg in messages:
-            theirs, mine = msg.payload
-            self.theta[msg.dst] += 0.5 * (theirs - mine)
+    def _move(self, i: int, by: np.ndarray) -> None:
+        self.theta[i] += by
 
     # ------------------------------------------------------------------ results
     def results(self) -> dict[str, float]:
+        exchanges = ({f"exchanges_{k}": v for k, v in self.exchange.counts.items()} if self._realistic else {})
         return {
             "lambda2": self.lambda2,
             "epsilon_spent": self.counter.epsilon_spent,
             "noise_terms": self.counter.noise_terms,
-            "gossip_exchanges": self.gossip_exchanges,
+            "gossip_exchanges": self.exchange.counts["completed"] if self._realistic else self.gossip_exchanges,
+            **exchanges,
             "ntilde_reads": self.ntilde_reads,
             "forced_pulls": self.forced_pulls,
             "late_best_fraction": self.late_best / self.late_pulls if self.late_pulls else math.nan,
