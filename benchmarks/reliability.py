@@ -75,9 +75,12 @@ BASES: dict[str, tuple[str, list[str]]] = {
 }
 
 
-def _crash(node: int, span: float, state: str) -> list[str]:
-    return [f"faults.crashes=[{{node={node}, start={0.2 * span:.6g}, end={0.5 * span:.6g}}}]",
+def _crash(node: int, span: float, state: str, plain: S.Scenario) -> list[str]:
+    sets = [f"faults.crashes=[{{node={node}, start={0.2 * span:.6g}, end={0.5 * span:.6g}}}]",
             f"faults.state='{state}'"]
+    if plain.protocol.get("simulation") == "events":  # rio2023: crashes need the round-by-round simulation
+        sets.append("protocol.simulation='rounds'")
+    return sets
 
 
 def _server_crash(state: str) -> Callable[[float, S.Scenario], list[str] | None]:
@@ -85,7 +88,7 @@ def _server_crash(state: str) -> Callable[[float, S.Scenario], list[str] | None]
         servers = protocols.get(plain.protocol["name"], key="protocol.name").servers
         if not servers or plain.network["servers"] < 1:
             return None  # "no server"
-        return _crash(plain.network["agents"], span, state)
+        return _crash(plain.network["agents"], span, state, plain)
     return overrides
 
 
@@ -93,8 +96,8 @@ def _server_crash(state: str) -> Callable[[float, S.Scenario], list[str] | None]
 # span = mean end time of the fault-free run.
 FAULTS: dict[str, Callable[[float, S.Scenario], list[str] | None]] = {
     "link down": lambda span, plain: ["faults.link_down_rate=0.02", "faults.link_up_rate=0.2"],
-    "crash (kept)": lambda span, plain: _crash(1, span, "kept"),
-    "crash (lost)": lambda span, plain: _crash(1, span, "lost"),
+    "crash (kept)": lambda span, plain: _crash(1, span, "kept", plain),
+    "crash (lost)": lambda span, plain: _crash(1, span, "lost", plain),
     "server crash (kept)": _server_crash("kept"),
     "server crash (lost)": _server_crash("lost"),
     "duplication": lambda span, plain: ["faults.duplication=0.2"],
@@ -309,7 +312,8 @@ def markdown(results: dict[str, Any], trials: int, seconds: float, *, fuzz: str 
         "",
         "* **link down**: every link fails at rate 0.02 and comes back at rate 0.2 (down about 9 % of the time);",
         "* **crash (kept)** / **crash (lost)**: agent 1 crashes at 20 % of the fault-free run's length and restarts",
-        "  at 50 %, keeping or losing its protocol state;",
+        "  at 50 %, keeping or losing its protocol state (rio2023 protocols then run round by round,",
+        "  `protocol.simulation = 'rounds'`: the exact-law event mode refuses crashes);",
         "* **server crash (kept)** / **(lost)**: the same for the server node (\"no server\": the protocol has none);",
         "* **duplication**: each message is delivered twice with probability 0.2;",
         "* **reorder**: each message is held back by an Exp(mean 2) extra delay with probability 0.3.",

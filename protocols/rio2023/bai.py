@@ -1,5 +1,23 @@
 """Shared state and engine wiring of the rio2023 family: agents, activations, votes to the
 coordinator and eliminations back (see :mod:`protocols.rio2023`).
+
+Realistic timelines (docs/faults.md, docs/protocols/rio2023.md):
+
+* Votes are idempotent: the coordinator counts the voters of each arm, one vote per (agent, arm)
+  (Alg. 1 line 12 counts agents), so a duplicated or repeated vote changes nothing, and votes
+  commute, so reordering changes nothing. Eliminations are idempotent at the agents (a flag).
+* Crashes (round-by-round simulation, ``simulation = "rounds"``; the exact-law event mode cannot
+  thin a crashed agent's hidden activations and refuses crashes, naming the key). A round whose
+  active agent is down passes with no pull (it still counts as a round). What is sent to a down
+  node is dropped. On its restart an agent sends ``rejoin`` to the coordinator, which answers with
+  every global elimination so far, and the agent sends again every vote it ever sent (the
+  coordinator keeps one per agent and arm). ``state = "lost"``: an agent still in play restarts as
+  a fresh learner (all arms active, no samples, first epoch); the votes it sent before stay counted
+  as its votes; an agent that had already left stays out with its answer.
+* A crashed coordinator stalls the vote count: votes sent to it while down are lost until, on its
+  restart, it sends ``rejoin`` to every agent, and every agent (in play or not) sends its votes
+  again. ``state = "lost"``: the coordinator forgets its counts and its global set and rebuilds
+  both from the repeated votes.
 """
 
 from __future__ import annotations
@@ -8,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from netsim import faults as F
 from netsim import params as P
 from netsim.errors import InputError
 from netsim.protocol import Protocol
@@ -38,6 +57,13 @@ class MultiAgentBAI(Protocol):
     servers = 1
     bandit_kinds = ("bernoulli", "gaussian")
     voting = True
+    crash_states = ("kept", "lost")
+
+    @classmethod
+    def check(cls, scenario: Any) -> None:
+        if "crash" in F.kinds(scenario.faults) and scenario.protocol["simulation"] == "events":
+            raise InputError("the exact-law event mode cannot skip a crashed agent's activations; accepted: "
+                             "simulation = 'rounds' with crashes", key="protocol.simulation")
 
     # ---------------------------------------------------------------- per-protocol hooks
     def local_failure(self) -> float:
@@ -62,6 +88,8 @@ class MultiAgentBAI(Protocol):
         self.answer = np.full(self.N, -1)
         self.global_set = np.ones(self.K, dtype=bool)             # K
         self.votes = np.zeros(self.K, dtype=np.int64)             # lambda_k (delivered)
+        self.voted = np.zeros((self.N, self.K), dtype=bool)       # the coordinator's voters of each arm
+        self.sent = np.zeros((self.N, self.K), dtype=bool)        # votes each agent sent
         self.votes_sent = 0
         self.votes_corrupted = 0
         self.local_eliminations = 0
@@ -75,6 +103,10 @@ class MultiAgentBAI(Protocol):
         net = sim.network
         net.subscribe_batch("vote", self._on_votes)
         net.subscribe_batch("eliminate", self._on_eliminations)
+        net.subscribe_batch("rejoin", self._on_rejoin)
+        self._up = sim.faults.up if sim.faults.has_crashes else None
+        if self._up is not None:
+            sim.faults.on_restart(self._restarted)
         if self.events_mode:
             self.clock = ActivationClock(self.weights, self.timing_rng)
             self.start_events()
@@ -102,6 +134,8 @@ class MultiAgentBAI(Protocol):
             return
         self.rounds_done += 1
         n = self._draw_active()
+        if self._up is not None and not self._up[n]:
+            return  # the active agent is down: the round passes with no pull
         arms = np.flatnonzero(self.active[n])
         if len(arms):
             self.sums[n, arms] += self.sim.bandit.pull_many(np.full(len(arms), n), arms, 1)
@@ -124,6 +158,7 @@ class MultiAgentBAI(Protocol):
             return
         keep = self.keep_votes(len(arms))
         self.votes_corrupted += int(len(arms) - keep.sum())
+        self.sent[agent, arms[keep]] = True
         for k in arms[keep]:
             self.votes_sent += 1
             self.sim.network.send(agent, self.server, "vote", int(k))
@@ -136,6 +171,9 @@ class MultiAgentBAI(Protocol):
             if self.finished:
                 return
             k = msg.payload
+            if self.voted[msg.src, k]:
+                continue  # a copy, or a vote sent again after a restart
+            self.voted[msg.src, k] = True
             self.votes[k] += 1
             if self.global_set[k] and self.votes[k] > self.M:          # Alg. 1 line 12, Alg. 2 line 20
                 self.global_set[k] = False
@@ -152,6 +190,41 @@ class MultiAgentBAI(Protocol):
             touched.append(msg.dst)
         if self.events_mode and not self.finished:
             self.on_told(np.unique(np.array(touched, dtype=np.int64)))
+
+    # ---------------------------------------------------------------- crashes (module docstring)
+    def _restarted(self, node: int, state: str) -> None:
+        net = self.sim.network
+        if node == self.server:
+            if state == "lost":
+                self.votes[:] = 0
+                self.voted[:] = False
+                self.global_set[:] = True
+            for agent in range(self.N):
+                net.send(self.server, agent, "rejoin", None)
+        elif node < self.N:
+            if state == "lost" and self.in_play[node]:
+                self.reset_learner(node)
+            net.send(node, self.server, "rejoin", None)
+
+    def reset_learner(self, agent: int) -> None:
+        """Round mode: ``agent`` starts afresh (all arms active, no samples)."""
+        self.active[agent] = True
+        self.told[agent] = False
+        self.sums[agent] = 0.0
+        self.t_local[agent] = 0
+        self.sent[agent] = False
+
+    def _on_rejoin(self, messages) -> None:
+        net = self.sim.network
+        for msg in messages:
+            if msg.dst == self.server:  # an agent is back: tell it every global elimination so far
+                agent = msg.src
+                for k in np.flatnonzero(~self.global_set):
+                    net.send(self.server, agent, "eliminate", int(k))
+            else:                       # the coordinator is back and asks for the votes again
+                agent = msg.dst
+            for k in np.flatnonzero(self.sent[agent]):
+                net.send(agent, self.server, "vote", int(k))
 
     def on_told(self, agents: np.ndarray) -> None:
         """Event mode: agents just learnt of a global elimination."""

@@ -27,6 +27,9 @@ class Central(MultiAgentBAI):
     def threshold(self) -> int:
         return 0
 
+    def reset_learner(self, agent: int) -> None:
+        """The pooled learner lives at the server: an agent losing its state loses nothing."""
+
     def start_events(self) -> None:
         # The pooled learner's local step is the round index: walk its path to |K| = 1 at once.
         paths = RewardPaths(self.sim.bandit, 1, self.K, self.local_failure(), reward_stream=lambda n: 0)
@@ -46,7 +49,11 @@ class Central(MultiAgentBAI):
         self.sim.stop("identified")
 
     def round_activation(self, agent: int, now: float) -> None:
-        # Round mode: the active agent's pulls (one per arm of its K^n = K) feed the pooled learner.
+        # Round mode: the active agent's pulls (one per arm of its K^n = K) feed the pooled learner,
+        # which lives at the server: while it is down the samples cannot reach it and are lost.
+        if self._up is not None and not self._up[self.server]:
+            self.sums[agent] = 0.0
+            return
         if agent != 0:
             self.sums[0] += self.sums[agent]
             self.sums[agent] = 0.0

@@ -63,6 +63,12 @@ class DPMASE(MultiAgentBAI):
         if self.in_play[n] and not self.finished:
             self._call(n, self.clock.schedule(n, self.sim.now, int(self.length[n])))
 
+    def reset_learner(self, agent: int) -> None:
+        super().reset_learner(agent)
+        self.epoch[agent] = 1
+        self.length[agent] = epoch_length(1, self.K, self.params["epsilon"], self.params["beta"])
+        self.r[agent] = 0
+
     def round_activation(self, agent: int, now: float) -> None:
         self.r[agent] += 1                                                # Alg. 2 line 7
         if self.r[agent] == self.length[agent]:                           # line 8
