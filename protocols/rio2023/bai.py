@@ -132,6 +132,8 @@ class MultiAgentBAI(Protocol):
     def _round(self, now: float) -> None:
         if self.finished:
             return
+        if not self.in_play.any():
+            return  # everybody left: the coordinator is settling the last votes
         self.rounds_done += 1
         n = self._draw_active()
         if self._up is not None and not self._up[n]:
@@ -238,7 +240,18 @@ class MultiAgentBAI(Protocol):
         else:
             self._leave_rounds(agent)
         if not self.in_play.any() and not self.finished:
-            self.all_left(now)
+            self.sim.call_at(now, self._settle)  # after this instant's deliveries (they are URGENT)
+
+    def _settle(self) -> None:
+        """No agent is in play: the coordinator decides once the votes in flight have arrived (issue 19,
+        bug 2: deciding at once dropped the votes the last agents sent at that instant or in transit);
+        it looks again one round later while any message is in flight."""
+        if self.finished:
+            return
+        if self.sim.network.in_flight:
+            self.sim.call_at(self.sim.now + 1.0, self._settle)
+            return
+        self.all_left(self.sim.now)
 
     def all_left(self, now: float) -> None:
         left = np.flatnonzero(self.global_set)

@@ -125,10 +125,21 @@ class ActivationClock:
         return moved
 
     def rounds(self, in_play: np.ndarray, now: float) -> int:
-        """Exact number of rounds (activations of anybody) in [0, now]."""
+        """Exact number of rounds (activations of anybody) in [0, now].
+
+        An agent in play has made ``last_step`` activations up to its last event, then ``revealed``
+        more since; after :meth:`interrupt` those are folded into ``event_step`` instead (its next
+        event is its first activation after the interruption), so it has made ``event_step - 1``
+        (issue 19, bug 1: counting only ``last_step + revealed`` dropped them when the run ended
+        before that next event). Both are ``event_step - 1 - hidden`` once revealed up to ``now``,
+        except for an agent whose event is being processed (``last_step = event_step``).
+        """
         agents = np.flatnonzero(in_play)
         self.reveal(agents, now)
-        return int(self.last_step.sum() + self.revealed[agents].sum())
+        made = self.last_step.copy()
+        made[agents] = np.maximum(self.last_step[agents] + self.revealed[agents],
+                                  self.event_step[agents] - 1 - self.hidden[agents])
+        return int(made.sum())
 
 
 class RewardPaths:
