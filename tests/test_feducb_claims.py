@@ -8,6 +8,7 @@ Privacy levels are scaled as in the bundled scenarios (epsilon x 1000, see docs/
 
 from __future__ import annotations
 
+import math
 from itertools import pairwise
 
 import numpy as np
@@ -50,3 +51,16 @@ def test_regret_grows_with_dimension():
     values = [regret("network.agents=4", "protocol.communication=m1.5", f"bandit.dimension={d}",
                      f"bandit.arms={d * d}") for d in (2, 4, 8)]
     assert values[0] < values[1] < values[2], values
+
+
+def test_scaled_sync_scenario_synchronises_about_m_log_t_times():
+    """dubey2020b-fig1a-sync (M = 10, T = 2000): the explicit threshold gives a synchronisation count near
+    M ln T = 76 (measured 68-70), where the automatic mlogt threshold of dubey2020b-fig1a gives exactly 1."""
+    from netsim import scenario as S
+    from netsim.sim import run_trial
+    from netsim.streams import trial_sequence
+
+    sc = S.load("dubey2020b-fig1a-sync")
+    rounds = run_trial(sc, trial_sequence(sc.run["seed"], 0), 0).row["rounds"]
+    m_log_t = 10 * math.log(2000)
+    assert m_log_t / 2 <= rounds <= 2 * m_log_t, rounds

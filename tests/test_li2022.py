@@ -228,6 +228,9 @@ def test_hdp_single_agent_components_is_centralized():
     ("cdp-mab", {}),
 ])
 def test_lossy_runs_complete(protocol, extra):
+    """Loss 0.3 with exponential delays: the reliable mode repeats every message until it is acknowledged,
+    so each round aggregates the very records of the lossless run (the reward and privacy draws have their
+    own streams): same rounds, same surviving arms, same answer; only time and links grow."""
     extra = dict(extra)
     net = {"loss": 0.3, "delay": {"model": "exponential", "mean": 0.3}, "server_delay": {"model": "exponential",
                                                                                            "mean": 0.3}}
@@ -237,8 +240,8 @@ def test_lossy_runs_complete(protocol, extra):
     _sim, row = simulate(sc)
     _, clean = simulate(scenario(protocol, agents=9, network=lossless, horizon=20000.0, **extra))
     assert row["messages_dropped"] > 0
-    assert row["rounds_completed"] >= 2
-    assert row["identified_arm"] >= 0 or row["active_arms"] >= 1
+    assert row["rounds_completed"] == clean["rounds_completed"] >= 2
+    assert (row["identified_arm"], row["active_arms"]) == (clean["identified_arm"], clean["active_arms"])
     # the same rounds complete; retries cost time and links
     assert row["t_delay_total"] >= clean["t_delay_total"]
     assert row["comm_cost"] >= clean["comm_cost"] * 0.999

@@ -202,23 +202,27 @@ def test_activation_clock_interrupt_matches_a_direct_poisson_simulation():
 ])
 def test_event_simulation_matches_round_by_round_in_distribution(protocol, params, means, agents, runs):
     """Two-sample KS test on the sample complexity (fixed seeds, alpha = 0.01): exact-law events
-    vs the round-by-round reference (the latter costs ~0.3 ms per round, hence small cases)."""
+    vs the round-by-round reference (the latter costs ~0.3 ms per round, hence small cases).
+    Power: with 50-60 runs per side the KS critical distance is 1.63 sqrt(2 / 60) = 0.30, so only
+    shifts of about 0.8 standard deviation are caught with power 0.9; the 300-run test on the
+    instance of issue 19's bug 1 (tests/test_rio2023_exactness.py) guards the smaller shifts."""
     fast = column(scenario(protocol, agents=agents, means=means, simulation="events", **params), range(runs))
     slow = column(scenario(protocol, agents=agents, means=means, simulation="rounds", **params),
                   range(500, 500 + runs))
     assert stats.ks_2samp(fast, slow).pvalue > 0.01
-    assert fast.mean() == pytest.approx(slow.mean(), rel=0.1)
 
 
 # ---------------------------------------------------------------------- correctness and votes
 def test_failure_rate_at_most_delta_on_problem_1():
-    """DP-MASE (eps = 0.25, 40 seeds) and CORRUPTED ELIMINATION (xi = 0.1, 16 seeds), N = 64:
-    failures consistent with a rate <= delta = 0.05 (P(Bin(40, .05) > 6) < 0.01,
-    P(Bin(16, .05) > 4) < 0.01). docs/protocols/rio2023.md reports a 200-seed run."""
-    dp = column(scenario("dp-mase", agents=64, epsilon=0.25), range(40), "correct")
-    ce = column(scenario("corrupted-elimination", agents=64, eta=0.9, xi=0.1), range(16), "correct")
-    assert (1 - dp).sum() <= 6
-    assert (1 - ce).sum() <= 4
+    """DP-MASE (eps = 0.25) and CORRUPTED ELIMINATION (xi = 0.1), N = 64, 80 seeds each: at most 9
+    failures. At the claimed rate delta = 0.05 that fails with probability P(Bin(80, .05) > 9) = 0.008;
+    against a true rate of 0.2 (4 delta) it passes with probability P(Bin(80, .2) <= 9) = 0.02, i.e.
+    power 0.98. docs/protocols/rio2023.md reports a 200-seed run (0 failures)."""
+    assert stats.binom.sf(9, 80, 0.05) < 0.01 and stats.binom.cdf(9, 80, 0.2) < 0.05
+    dp = column(scenario("dp-mase", agents=64, epsilon=0.25), range(80), "correct")
+    ce = column(scenario("corrupted-elimination", agents=64, eta=0.9, xi=0.1), range(80), "correct")
+    assert (1 - dp).sum() <= 9
+    assert (1 - ce).sum() <= 9
 
 
 def test_votes_are_lost_at_rate_xi():
@@ -257,23 +261,29 @@ def test_sample_complexity_grows_with_n_but_slower_than_independent():
         ind_large = column(scenario("independent-se", agents=128), seeds).mean()
         assert large > small
         assert large - small < ind_large - ind_small
-    central = column(scenario("central-se", agents=32), seeds)
-    assert np.array_equal(central, column(scenario("central-se", agents=128), seeds))   # no N dependence
 
 
 def test_dp_mase_sample_complexity_grows_as_epsilon_falls():
-    seeds = range(3)
-    means = [column(scenario("dp-mase", agents=64, epsilon=eps), seeds).mean() for eps in (0.25, 0.1, 0.05)]
-    assert means[0] < means[1] < means[2]
+    """N = 64, 30 seeds per eps, one-sided Mann-Whitney at alpha = 0.01: eps = 0.25 needs fewer rounds
+    than eps = 0.1 and than eps = 0.05. Measured: 39.5k +- 0.3k, bimodal 45.9k (median) / 100k+, 87.8k
+    +- 0.6k: the samples separate completely (p = 1.5e-11), so the power is essentially 1. The order of
+    0.1 against 0.05 is not asserted at N = 64: the bimodal eps = 0.1 has the same mean as 0.05
+    (docs/protocols/rio2023.md), which 3 lucky seeds used to hide."""
+    seeds = range(30)
+    rounds = {eps: column(scenario("dp-mase", agents=64, epsilon=eps), seeds) for eps in (0.25, 0.1, 0.05)}
+    for slower in (0.1, 0.05):
+        assert stats.mannwhitneyu(rounds[0.25], rounds[slower], alternative="less").pvalue < 0.01
 
 
 def test_corruption_beats_feraud_at_the_same_apparent_privacy():
-    seeds = range(3)
-    feraud = column(scenario("feraud2019", agents=64, eta=0.9), seeds).mean()
-    xi0 = column(scenario("corrupted-elimination", agents=64, eta=0.9, xi=0.0), seeds).mean()
-    xi1 = column(scenario("corrupted-elimination", agents=64, eta=0.9, xi=0.1), seeds).mean()
-    assert feraud == xi0
-    assert xi1 < xi0
+    """N = 64, eta = 0.9: CORRUPTED ELIMINATION with xi = 0.1 (M = 11) needs fewer rounds than Feraud et al.
+    (xi = 0, M = 29). Measured over 10 seeds (docs table): 92,416 and 100,486 with 95 % half-widths 2,713
+    and 1,939, i.e. sd about 3,800 and 2,700. One-sided Welch t-test at alpha = 0.01 with 8 seeds each: the
+    expected t is 8,070 / 1,650 = 4.9 against a critical value of about 2.65, power about 0.97."""
+    seeds = range(8)
+    xi0 = column(scenario("feraud2019", agents=64, eta=0.9), seeds)
+    xi1 = column(scenario("corrupted-elimination", agents=64, eta=0.9, xi=0.1), seeds)
+    assert stats.ttest_ind(xi1, xi0, equal_var=False, alternative="less").pvalue < 0.01
 
 
 def test_non_uniform_agents_are_faster():
@@ -302,11 +312,12 @@ def test_bad_parameters_raise_input_errors():
 
 
 def test_mase_with_the_same_local_confidence_is_feraud():
-    """Alg. 1 with SE of failure beta and M = ceil(log delta / log beta) is Feraud et al. (eta = beta)."""
-    seeds = range(2)
-    mase = column(scenario("mase", agents=32, beta=0.9), seeds)
-    feraud = column(scenario("feraud2019", agents=32, eta=0.9), seeds)
-    assert np.array_equal(mase, feraud)
+    """Alg. 1 with SE of failure beta and M = ceil(log delta / log beta) is Feraud et al. (eta = beta):
+    both thresholds by hand (delta = 0.05, beta = eta = 0.9: log 0.05 / log 0.9 = 28.43, so M = 29, the
+    value the docs table lists for Feraud), and an explicit threshold is taken as given."""
+    mase = rows(scenario("mase", agents=32, beta=0.9), [0])[0]
+    feraud = rows(scenario("feraud2019", agents=32, eta=0.9), [0])[0]
+    assert mase["vote_threshold"] == feraud["vote_threshold"] == math.ceil(math.log(0.05) / math.log(0.9)) == 29
     explicit = rows(scenario("mase", agents=32, beta=0.9, threshold=3), [0])[0]
     assert explicit["vote_threshold"] == 3
 
