@@ -255,9 +255,9 @@ def test_delays_are_allowed_and_slow_things_down():
 def test_sample_complexity_grows_with_n_but_slower_than_independent():
     """N = 32 against 128, 2 seeds. Measured over 10 seeds: CE (xi = 0.05) 52.2k +- 2.0k and 174.4k +- 5.2k,
     INDEPENDENT 65.4k +- 1.9k and 260.3k +- 2.5k, DP-MASE at eps = 0.25 20.1k +- 0.2k and 77.9k +- 0.5k
-    (growth 122k and 58k against 195k). Every gap is over 20 standard deviations of a mean of 2, so each comparison holds with
-    probability above 1 - 1e-9. (DP-MASE at eps = 0.1 is bimodal at small N, 77.5k +- 29.0k at N = 32, and
-    is not used: 2 seeds of it could land either way.)"""
+    (growth 122k and 58k against 195k). Every gap is over 20 standard deviations of a mean of 2, so each
+    comparison holds with probability above 1 - 1e-9. (DP-MASE at eps = 0.1 is bimodal at small N,
+    77.5k +- 29.0k at N = 32, and is not used: 2 seeds of it could land either way.)"""
     seeds = range(2)
     for protocol, params in (("corrupted-elimination", {"xi": 0.05}), ("dp-mase", {"epsilon": 0.25})):
         small = column(scenario(protocol, agents=32, **params), seeds).mean()
