@@ -148,6 +148,7 @@ class Network(DeliveryHeap):
         self.agent_dst = np.array([v for ns in self._agent_neighbors[: self.num_agents] for v in ns], dtype=np.int64)
         self.agent_edge = np.array([self._edge_of[u][v] for u in range(self.num_agents)
                                     for v in self._agent_neighbors[u]], dtype=np.int64)
+        self._agent_links: np.ndarray | None = None   # every agent-agent edge id once (activate_agent_links)
 
     # ------------------------------------------------------------------ graph facts
     def neighbors(self, node: int) -> list[int]:
@@ -240,6 +241,12 @@ class Network(DeliveryHeap):
         if edge is None:
             raise ProtocolError(f"no link between {u} and {v}")
         return self.metrics.edge_used(edge, self.env.now)
+
+    def activate_agent_links(self) -> None:
+        """Mark every agent-agent link built in the current slot (li2022 Eq. 2) without sending."""
+        if self._agent_links is None:
+            self._agent_links = np.unique(self.agent_edge)
+        self.metrics.edges_used(self._agent_links, self.env.now)
 
     def send(self, src: int, dst: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send one message over the link (src, dst); it arrives after the link's sampled delay."""

@@ -86,7 +86,7 @@ from netsim.protocol import Protocol
 from netsim.registry import register_protocol
 from protocols.privacy.tree import BinaryTreeCounter
 from protocols.zhu2021.exchange import PairwiseExchange
-from protocols.zhu2021.gossip import expected_gossip_matrix, gossip_update, second_eigenvalue
+from protocols.zhu2021.gossip import gossip_lambda2, gossip_update
 from protocols.zhu2021.rules import (
     confidence_bound,
     consistency_set,
@@ -147,7 +147,7 @@ class GossipUCB(Protocol):
         self.num_agents, self.num_arms = n_agents, n_arms
         self.period = sim.clock_period
         self.ticks = max(1, math.ceil(sim.horizon / self.period - 1e-9) - 1)   # T: ticks 1..T
-        self.lambda2 = second_eigenvalue(expected_gossip_matrix(graph))
+        self.lambda2 = gossip_lambda2(graph)
         self.hood = neighbourhoods(graph, n_agents)
         self.edges = np.array(sorted((min(u, v), max(u, v)) for u, v in graph.edges()), dtype=np.int64)
         self.rng = sim.streams.for_("protocol")
@@ -278,9 +278,7 @@ class GossipUCB(Protocol):
 
     def _count_reads(self) -> None:
         """Eq. (1) reads every neighbour's ñ: each link of G carries them this tick."""
-        network = self.sim.network
-        for u, v in self.edges:
-            network.activate(int(u), int(v))
+        self.sim.network.activate_agent_links()
         self.ntilde_reads += 2 * len(self.edges)
 
     # ------------------------------------------------------------------ realistic-mode messages
