@@ -7,6 +7,7 @@ Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal err
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -144,13 +145,34 @@ def _executor(args: argparse.Namespace):
                                 timeout=args.scheduler_timeout)
 
 
+def output_path(path: Path | None, default: Path, flag: str = "--out", *, folder: bool = True) -> Path:
+    """Where a command writes: ``path`` (the user's ``--out``) or ``default`` under ``results/``.
+
+    Refused, with one line: a filesystem root or the home folder (a run would scatter its files
+    there), a default that would leave ``results/`` (a scenario ``name`` such as ``../../x``), a
+    folder that is a file (or, for a file output, a folder).
+    """
+    if path is None:
+        if default.is_absolute() or ".." in default.parts:
+            raise InputError(f"scenario name {str(default.parent if not folder else default)!r} would write "
+                             "outside results/; accepted: a name without '/' or '..', or give --out")
+        path = default
+    resolved = path.expanduser().resolve()
+    if resolved == Path(resolved.anchor) or resolved == Path.home().resolve():
+        raise InputError(f"{flag} {str(path)!r}: a filesystem root or the home folder; accepted: a folder of "
+                         "its own, e.g. results/NAME")
+    if folder and path.exists() and not path.is_dir():
+        raise InputError(f"{flag} {str(path)!r} exists and is not a folder")
+    if not folder and path.is_dir():
+        raise InputError(f"{flag} {str(path)!r} is a folder; accepted: a file path, e.g. trace.jsonl")
+    return path
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from netsim import api
 
     scenario = api.prepare(args.scenario, set=args.overrides, trials=args.trials, seed=args.seed)
-    out = args.out or Path("results") / scenario.name
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {str(out)!r} exists and is not a folder")
+    out = output_path(args.out, Path("results") / scenario.name)
     with _executor(args) as executor:
         print(f"netsim: running {scenario.name} ({scenario.run['trials']} trial(s), protocol "
               f"{scenario.protocol['name']}, {scenario.network['agents']} agents, horizon "
@@ -169,9 +191,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from netsim import sweeps as W
 
     plan = api.plan(args.scenario, args.grid, set=args.overrides, trials=args.trials, seed=args.seed)
-    out = args.out or Path("results") / f"{Path(plan.points[0].scenario.name).name}-sweep"
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {str(out)!r} exists and is not a folder")
+    out = output_path(args.out, Path("results") / f"{Path(plan.points[0].scenario.name).name}-sweep")
     total = len(plan.points) * plan.trials
     try:
         with _executor(args) as executor:
@@ -266,13 +286,13 @@ def cmd_trace(args: argparse.Namespace) -> int:
     from netsim import trace as T
     from netsim.results import atomic_write
 
-    if args.until is not None and args.until <= 0:
-        raise InputError(f"--until {args.until:g}: accepted: a time > 0")
+    if args.until is not None and not (math.isfinite(args.until) and args.until > 0):
+        raise InputError(f"--until {args.until:g}: accepted: a finite time > 0")
     scenario = S.load(args.scenario, args.overrides)
+    out = output_path(args.out, Path("results") / scenario.name / "trace.jsonl", folder=False)
     agents = _id_list(args.agents, "--agents")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
     events, sim = T.record(scenario, until=args.until, agents=agents, kinds=kinds)
-    out = args.out or Path("results") / scenario.name / "trace.jsonl"
     atomic_write(out, T.to_json_lines(events))
     picture = out.with_name(out.name + ".png")
     atomic_write(picture, T.draw(events, sim, title=scenario.name))
@@ -292,8 +312,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
             target.params(args.epsilon)
         except ValueError as exc:
             raise InputError(f"netsim audit {target.name}: {exc}") from None
-    if args.trials < 10 or not 0 < args.confidence < 1:
-        raise InputError("netsim audit: accepted: --trials >= 10 and --confidence in (0, 1)")
+    if not (10 <= args.trials <= MAX_AUDIT_TRIALS) or not 0 < args.confidence < 1 or args.seed < 0:
+        raise InputError(f"netsim audit: --trials {args.trials}, --confidence {args.confidence:g}, --seed "
+                         f"{args.seed}; accepted: --trials 10 .. {MAX_AUDIT_TRIALS:,}, --confidence in (0, 1), "
+                         "--seed >= 0")
     head = f"{'mechanism':<18} {'claimed eps':>11} {'delta':>6} {'eps_hat':>8} {'eps_lo':>8} {'exact':>6}  verdict"
     print(head + "\n" + "-" * len(head))
     for target in targets:
@@ -305,6 +327,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
           f"VIOLATED: eps_lo > claimed eps")
     return 0
 
+
+#: an audit draws about 4 x trials samples per mechanism: 10 million trials take minutes, more takes hours
+MAX_AUDIT_TRIALS = 10_000_000
 
 COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "plot": cmd_plot, "sweep": cmd_sweep,
             "trace": cmd_trace, "audit": cmd_audit}
@@ -324,6 +349,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"netsim: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (netsim list | head): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # flushing at exit must not fail again
+        return 0
     except KeyboardInterrupt:
         print("netsim: interrupted; result files are written only when a run completes, so none were "
               "written or changed", file=sys.stderr)

@@ -86,7 +86,8 @@ def parse_distribution(raw: Any, *, key: str, models: tuple[str, ...], source: s
     raw = dict(raw)
     model = raw.pop("model", None)
     if model not in models:
-        raise InputError(f"got model {model!r}; accepted: {', '.join(models)}", source=source, key=f"{key}.model")
+        got = "no model" if model is None else f"got model {P.bounded_repr(model)}"
+        raise InputError(f"{got}; accepted: {', '.join(models)}", source=source, key=f"{key}.model")
     args = P.validate(raw, MODELS[model], where=key, source=source)
     if model == "uniform" and args["low"] > args["high"]:
         raise InputError("low must not exceed high", source=source, key=f"{key}.low")

@@ -165,12 +165,20 @@ def table(default: Any = REQUIRED, *, doc: str = "") -> Field:
     return Field("a table", lambda v: dict(v) if isinstance(v, Mapping) else None, default, doc)
 
 
+#: longest echo of a user's value in an error message (a message stays one readable line)
+ECHO_LIMIT = 60
+
+
+def bounded_repr(value: Any, limit: int = ECHO_LIMIT) -> str:
+    """``repr(value)``, cut to ``limit`` characters with an ellipsis and the full length."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def _describe(value: Any) -> str:
-    if isinstance(value, str):
-        return repr(value)
     if isinstance(value, Mapping):
         return "a table"
-    return repr(value)
+    return bounded_repr(value)
 
 
 def unknown_key(key: str, known: list[str], *, where: str, source: str | None = None) -> InputError:

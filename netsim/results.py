@@ -81,13 +81,32 @@ def timings_table(results: Sequence[TrialResult]) -> pd.DataFrame:
     return pd.DataFrame({"trial": [r.row["trial"] for r in results], "wall_s": [r.wall_s for r in results]})
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _stage(folder: Path, name: str, data: bytes) -> str:
+    """Write ``data`` to a new temporary file in ``folder`` (unpredictable name, created exclusively by
+    ``mkstemp``) with the permissions the user's umask gives a new file; returns its path."""
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            os.fchmod(handle.fileno(), 0o666 & ~_umask())
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = str(path.parent / f".{path.name}.missing")
+    try:
+        tmp = _stage(path.parent, path.name, data)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -176,10 +195,7 @@ def write_together(out: Path, contents: dict[str, bytes]) -> dict[str, Path]:
     staged: dict[str, str] = {}
     try:
         for name, data in contents.items():
-            fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}.", suffix=".tmp")
-            staged[name] = tmp
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+            staged[name] = _stage(out, name, data)
         with _sigint_deferred():
             for name, tmp in staged.items():
                 os.replace(tmp, out / name)

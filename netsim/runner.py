@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import signal
 import sys
@@ -322,8 +323,8 @@ def make_executor(name: str | None = None, *, jobs: int = 1, scheduler: str | No
     if scheduler is not None and name != "dask":
         raise InputError(f"--scheduler needs --executor dask, got --executor {name}; accepted: "
                          "--executor dask --scheduler tcp://HOST:PORT")
-    if timeout <= 0:
-        raise InputError(f"--scheduler-timeout {timeout:g}: accepted: a number of seconds > 0")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise InputError(f"--scheduler-timeout {timeout:g}: accepted: a finite number of seconds > 0")
     if name == "serial":
         return SerialExecutor()
     if name == "process":

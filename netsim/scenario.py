@@ -52,7 +52,7 @@ TOP = {
 
 NETWORK = {
     "topology": P.text("complete", doc="graph family of each component"),
-    "agents": P.integer(10, low=1, doc="number of agents M"),
+    "agents": P.integer(10, low=1, high=1_000_000, doc="number of agents M"),
     "servers": P.integer(0, low=0, doc="server nodes, each linked to every agent"),
     "components": P.either(P.integer(low=1), P.integer_list(low=1), default=1,
                            doc="number of equal components, or their sizes (hybrid structures)"),
@@ -259,12 +259,32 @@ def _assignments(overrides: Overrides) -> Iterator[tuple[list[str], Any, str]]:
             yield keys, value, f"--set {text!r}"
 
 
+def _default_table(document: Mapping[str, Any], keys: tuple[str, ...], fresh: set[tuple[str, ...]]) -> dict:
+    """What ``--set`` edits when the document leaves the table ``keys`` to its default.
+
+    Overrides apply on top of the resolved defaults (as ``netsim show`` prints them): the default
+    delay table of ``[network]``, and for ``server_delay`` the agent links' delay, which it
+    defaults to. A table whose ``model`` the same overrides set starts empty (another law has
+    other keys).
+    """
+    if len(keys) != 2 or keys[0] != "network" or keys in fresh:
+        return {}
+    if keys[1] == "server_delay":
+        return copy.deepcopy(document.get("network", {}).get("delay") or NETWORK["delay"].default)
+    field = NETWORK.get(keys[1])
+    return copy.deepcopy(field.default) if field is not None and isinstance(field.default, dict) else {}
+
+
 def apply_overrides(document: dict[str, Any], overrides: Overrides) -> dict[str, Any]:
     """Apply overrides (:data:`Overrides`) to a raw (unvalidated) scenario document."""
-    for keys, value, label in _assignments(overrides):
+    assignments = list(_assignments(overrides))
+    fresh = {tuple(keys[:-1]) for keys, _, _ in assignments if keys[-1] == "model"}
+    for keys, value, label in assignments:
         target = document
-        for part in keys[:-1]:
-            nxt = target.setdefault(part, {})
+        for depth, part in enumerate(keys[:-1]):
+            if part not in target:
+                target[part] = _default_table(document, tuple(keys[:depth + 1]), fresh)
+            nxt = target[part]
             if not isinstance(nxt, dict):
                 raise InputError(f"{label}: {part!r} is not a table", key=".".join(keys))
             target = nxt
@@ -388,6 +408,9 @@ def _validate_network(raw: Mapping[str, Any], base: Path, source: str | None) ->
     elif sum(components) != agents:
         raise InputError(f"component sizes sum to {sum(components)} but agents = {agents}; "
                          "accepted: sizes that sum to network.agents", source=source, key="network.components")
+    from netsim.topology import check_size  # noqa: PLC0415 (topology imports networkx builders lazily)
+
+    check_size(network["topology"], component_sizes(network), network, source=source)
     return network
 
 

@@ -8,7 +8,7 @@ Random topologies draw their networkx ``seed`` from that generator, never from g
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,17 +155,52 @@ def _edgelist(n, p, rng):
     if not path.is_file():
         raise InputError(f"edge-list file {str(path)!r} not found; accepted: an existing file", key="network.file")
     graph = nx.empty_graph(n)
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"edge-list file {path.name!r} cannot be read as text ({type(exc).__name__}); accepted: a "
+                         "text file of 'u v' lines", key="network.file") from None
+    for lineno, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         parts = line.split()
         if len(parts) < 2 or not all(x.isdigit() for x in parts[:2]) or max(int(parts[0]), int(parts[1])) >= n:
-            raise InputError(
-                f"line {lineno} of {path.name} is {line!r}; accepted: two agent ids in 0..{n - 1}", key="network.file"
-            )
+            raise InputError(  # the line itself is not echoed: the file may be anything readable
+                f"line {lineno} of {path.name} is not an edge; accepted: two agent ids in 0..{n - 1}",
+                key="network.file")
         graph.add_edge(int(parts[0]), int(parts[1]))
     return graph
+
+
+#: Largest graph a scenario may ask for: networkx keeps about 0.5 kB per link, so 10 million links take
+#: about 5 GB before the engine's own arrays; a dense G(n, p) sampler tests n (n - 1) / 2 pairs.
+MAX_LINKS = 10_000_000
+MAX_PAIR_TESTS = 500_000_000
+
+
+def expected_links(topology: str, n: int, params: Mapping[str, Any]) -> float:
+    """Expected number of links of one component of ``n`` agents (for the size bound, before building)."""
+    pairs = n * (n - 1) / 2
+    per_family = {"complete": pairs, "erdos_renyi": params.get("p", 0.0) * pairs,
+                  "random_regular": n * params.get("degree", 0) / 2, "barabasi_albert": n * params.get("m", 0),
+                  "watts_strogatz": n * params.get("k", 0) / 2, "grid": 2 * n}
+    return float(per_family.get(topology, n))
+
+
+def check_size(topology: str, sizes: Sequence[int], params: Mapping[str, Any], source: str | None = None) -> None:
+    """Refuse, before anything is built, a graph this machine cannot hold or sample in reasonable time."""
+    links = sum(expected_links(topology, n, params) for n in sizes)
+    if links > MAX_LINKS:
+        raise InputError(f"topology {topology!r} with {sum(sizes):,} agents has about {links:,.0f} links; accepted: "
+                         f"at most {MAX_LINKS:,} (fewer agents or a sparser topology)", source=source,
+                         key="network.agents")
+    if topology == "erdos_renyi" and params.get("sampler") == "pairs":
+        tests = sum(n * (n - 1) / 2 for n in sizes)
+        if tests > MAX_PAIR_TESTS:
+            raise InputError(f"sampler 'pairs' would test {tests:,.0f} agent pairs; accepted: at most "
+                             f"{MAX_PAIR_TESTS:,}, or sampler = 'skip' (linear in the links)", source=source,
+                             key="network.sampler")
 
 
 def build_components(

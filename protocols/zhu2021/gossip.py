@@ -7,7 +7,6 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-
 DENSE_UP_TO = 1000  # graphs up to this many nodes get lambda_2 from a dense eigendecomposition
 
 

@@ -1,0 +1,104 @@
+"""Reproducers of issue 18 (hardening): each bad input is one line with exit code 2, nothing is written
+outside the output folder, overrides apply on top of the resolved defaults, files follow the umask."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from netsim import scenario as S
+from netsim.cli import main
+
+QUICK = ["--set", "run.horizon=50", "--set", "run.checkpoints=2", "--quiet", "--no-plots"]
+
+
+def one_line_error(capsys, argv: list[str], *needles: str) -> str:
+    """``argv`` exits with 2 and prints exactly one ``netsim: error:`` line holding every needle."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("netsim: error:"), err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    assert "None" not in err and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("argv,needles", [
+    (["audit", "laplace", "--seed", "-1"], ["--seed"]),
+    (["audit", "laplace", "--trials", "1000000000"], ["--trials", "10,000,000"]),
+    (["trace", "quickstart", "--until", "nan"], ["--until"]),
+    (["run", "quickstart", "--scheduler-timeout", "nan"], ["--scheduler-timeout"]),
+    (["show", "quickstart", "--set", "network.agents=1e300"], ["network.agents", "1000000"]),
+    (["show", "quickstart", "--set", "network.agents=10000000"], ["network.agents"]),
+    (["show", "quickstart", "--set", "network.agents=100000", "--set", "network.topology='complete'"],
+     ["links", "10,000,000"]),
+    (["show", "quickstart", "--set", "network.agents=50000", "--set", "network.topology='erdos_renyi'",
+      "--set", "network.p=0.0001"], ["network.sampler", "skip"]),
+])
+def test_bad_inputs_are_one_line_exit_2(capsys, argv, needles):
+    one_line_error(capsys, argv, *needles)
+
+
+@pytest.mark.parametrize("command", [["run", "quickstart", *QUICK], ["trace", "quickstart", "--until", "5"],
+                                     ["sweep", "quickstart", "--grid", "network.agents=3,4", *QUICK]])
+@pytest.mark.parametrize("out", ["/", "~"])
+def test_output_to_a_root_or_home_is_refused(capsys, command, out):
+    one_line_error(capsys, [*command, "--out", out], "--out")
+
+
+def test_scenario_name_cannot_leave_results(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    one_line_error(capsys, ["run", "quickstart", "--set", "name='../../escaped'", *QUICK], "outside results/")
+    assert not (tmp_path.parent / "escaped").exists() and not (tmp_path / "results").exists()
+
+
+def test_set_into_a_defaulted_table_applies_on_top_of_the_defaults():
+    """quickstart leaves [network.delay] to its default (constant 1): setting only its value keeps the model;
+    setting the model starts the table afresh; a server delay starts from the agents' delay."""
+    assert dict(S.load("quickstart", ["network.delay.value=3"]).network["delay"]) == {"model": "constant",
+                                                                                       "value": 3.0}
+    exp = S.load("quickstart", ["network.delay.model='exponential'", "network.delay.mean=2"]).network["delay"]
+    assert dict(exp) == {"model": "exponential", "mean": 2.0}
+    server = S.load("quickstart", ["network.servers=1", "network.server_delay.value=5"]).network["server_delay"]
+    assert dict(server) == {"model": "constant", "value": 5.0}
+
+
+def test_long_values_are_not_echoed_whole(capsys):
+    err = one_line_error(capsys, ["show", "quickstart", "--set", "network.agents='" + "x" * 5000 + "'"],
+                         "5002 characters")
+    assert len(err) < 400
+
+
+def test_edge_list_errors_do_not_echo_file_contents(capsys, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOKEN=abc123 not an edge\n")
+    err = one_line_error(capsys, ["show", "quickstart", "--set", "network.topology='edgelist'",
+                                  "--set", f"network.file='{secret}'"], "line 1")
+    assert "abc123" not in err
+
+
+def test_result_files_follow_the_umask(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        assert main(["run", "quickstart", "--out", str(tmp_path / "r"), *QUICK]) == 0
+    finally:
+        os.umask(previous)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "r").iterdir()}
+    assert modes and set(modes.values()) == {0o644}, modes
+
+
+def test_list_into_a_closed_pipe_is_quiet():
+    """`netsim list | head -1`: the reader leaves early; no BrokenPipeError traceback, exit 0."""
+    script = ("import subprocess, sys\n"
+              "p = subprocess.Popen([sys.executable, '-m', 'netsim', 'list'], stdout=subprocess.PIPE, "
+              "stderr=subprocess.PIPE)\n"
+              "p.stdout.readline(); p.stdout.close()\n"
+              "err = p.stderr.read().decode(); code = p.wait()\n"
+              "print(code); print(err)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60).stdout
+    code, _, err = out.partition("\n")
+    assert code.strip() == "0" and "Traceback" not in err, out
