@@ -88,14 +88,15 @@ def _stage(folder: Path, name: str, data: bytes) -> str:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            os.fchmod(handle.fileno(), 0o666 & ~_umask())
+            os.fchmod(handle.fileno(), 0o666 & ~current_umask())
     except BaseException:
         os.unlink(tmp)
         raise
     return tmp
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask

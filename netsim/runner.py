@@ -125,7 +125,8 @@ class ProcessExecutor(Executor):
         if self.jobs == 1 or len(items) <= 1:
             yield from SerialExecutor().results(fn, items)
             return
-        pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(items)), initializer=_ignore_sigint)
+        pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(items)), initializer=_worker_setup,
+                                   initargs=(os.getpid(),))
         try:
             futures = {pool.submit(fn, item): index for index, item in enumerate(items)}
             for future in as_completed(futures):
@@ -143,9 +144,19 @@ class ProcessExecutor(Executor):
         pool.shutdown(wait=True)
 
 
-def _ignore_sigint() -> None:
-    """Pool workers leave Ctrl-C (SIGINT to the whole process group) to the parent, which stops them."""
+def _worker_setup(parent: int | None = None) -> None:
+    """Pool workers leave Ctrl-C (SIGINT to the whole process group) to the parent, which stops them,
+    and die with the parent however it dies (Linux PR_SET_PDEATHSIG; ``kill -9`` of a sweep must not
+    leave idle workers behind)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    if os.getppid() != parent:  # the parent died before the call above: nobody would kill us
+        os._exit(1)
 
 
 @contextlib.contextmanager

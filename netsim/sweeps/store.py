@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ import numpy as np
 
 from netsim import scenario as S
 from netsim.errors import InputError
+from netsim.results import current_umask
 from netsim.sim import TrialResult
 
 if TYPE_CHECKING:
@@ -124,11 +126,14 @@ class UnitStore:
         data = f"{line}\n{hashlib.sha256(line.encode()).hexdigest()}\n".encode()
         self.folder.mkdir(parents=True, exist_ok=True)
         target = self.path(uid)
-        tmp = self.folder / f".{uid}.{os.getpid()}.tmp"
+        # an unpredictable name created exclusively (mkstemp: O_CREAT | O_EXCL, never through a symlink)
+        fd, name = tempfile.mkstemp(dir=self.folder, prefix=f".{uid}.", suffix=".tmp")
+        tmp = Path(name)
         try:
-            with open(tmp, "wb") as handle:
+            with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
+                os.fchmod(handle.fileno(), 0o666 & ~current_umask())
                 os.fsync(handle.fileno())
             os.replace(tmp, target)
         except BaseException:
@@ -166,13 +171,23 @@ def locked(out: Path) -> Iterator[None]:
     except ImportError:  # not POSIX: no lock
         yield
         return
-    with open(out / ".sweep.lock", "a+") as handle:
+    # A POSIX record lock (lockf), not flock: it belongs to this process alone, so forked pool workers
+    # do not inherit it and it goes away with the process however it dies (kill -9 included).
+    # O_NOFOLLOW: a symlink planted at the lock's name is refused, never followed.
+    try:
+        fd = os.open(out / ".sweep.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        raise InputError(f"--out {str(out)!r}: cannot open its .sweep.lock ({exc.strerror}); accepted: a folder "
+                         "whose .sweep.lock is a plain file") from None
+    try:
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             raise InputError(f"--out {str(out)!r}: another sweep is writing to this folder; accepted: wait "
                              "for it to finish, or use another --out") from None
         try:
             yield
         finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            fcntl.lockf(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
