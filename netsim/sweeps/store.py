@@ -162,6 +162,9 @@ class UnitStore:
         return {p.name[: -len(self.SUFFIX)] for p in self.folder.glob(f"*{self.SUFFIX}") if not p.name.startswith(".")}
 
 
+_HELD: set[str] = set()  # folders this process holds locked
+
+
 @contextlib.contextmanager
 def locked(out: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``out`` so that two sweeps never write one folder at once."""
@@ -179,15 +182,20 @@ def locked(out: Path) -> Iterator[None]:
     except OSError as exc:
         raise InputError(f"--out {str(out)!r}: cannot open its .sweep.lock ({exc.strerror}); accepted: a folder "
                          "whose .sweep.lock is a plain file") from None
+    key = os.path.realpath(out)
     try:
         try:
+            if key in _HELD:  # record locks do not exclude the process itself: a second sweep of this one
+                raise OSError
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             raise InputError(f"--out {str(out)!r}: another sweep is writing to this folder; accepted: wait "
                              "for it to finish, or use another --out") from None
+        _HELD.add(key)
         try:
             yield
         finally:
+            _HELD.discard(key)
             fcntl.lockf(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
