@@ -165,13 +165,37 @@ def output_path(path: Path | None, default: Path, flag: str = "--out", *, folder
         raise InputError(f"{flag} {str(path)!r} exists and is not a folder")
     if not folder and path.is_dir():
         raise InputError(f"{flag} {str(path)!r} is a folder; accepted: a file path, e.g. trace.jsonl")
+    _check_writable(path if folder else path.parent, flag, path)
     return path
+
+
+def _check_writable(folder: Path, flag: str, shown: Path) -> None:
+    """Create ``folder`` and a scratch file in it now, so that a run never ends unable to save."""
+    import tempfile
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise InputError(f"{flag} {str(shown)!r}: cannot write there ({exc.strerror or type(exc).__name__}); "
+                         "accepted: a folder this user can create and write") from None
+
+
+def check_format(fmt: str) -> None:
+    """Refuse a table format whose writer is not installed, before any trial runs."""
+    import importlib.util
+
+    if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise InputError("--format parquet needs pyarrow, which is not installed; accepted: --format csv, or "
+                         "pip install 'netsim[parquet]'")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from netsim import api
 
     scenario = api.prepare(args.scenario, set=args.overrides, trials=args.trials, seed=args.seed)
+    check_format(args.format)
     out = output_path(args.out, Path("results") / scenario.name)
     with _executor(args) as executor:
         print(f"netsim: running {scenario.name} ({scenario.run['trials']} trial(s), protocol "
@@ -179,11 +203,27 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{scenario.run['horizon']:g}, executor {executor.name})", file=sys.stderr)
         results = api.run(scenario, executor=executor, progress=None if not args.quiet else False)
     results.meta["command"] = ["netsim", *sys.argv[1:]]
-    written = results.save(out, format=args.format, plots=not args.no_plots)
+    written = _save(results, out, format=args.format, plots=not args.no_plots)
+    if written is None:
+        return 130
     table = results.summary()
     with_pd_options(lambda: print(table.to_string(float_format=lambda v: f"{v:,.4g}")))
     print(f"\nwrote {', '.join(sorted(written))} to {out}/")
     return 0
+
+
+def _save(results, out: Path, **options) -> dict[str, Path] | None:
+    """``results.save``; on Ctrl-C, say exactly what the folder holds (None: interrupted)."""
+    from netsim.resultset import FiguresInterrupted
+
+    try:
+        return results.save(out, **options)
+    except FiguresInterrupted:
+        state = f"its tables are complete, its figures are not (redraw them with `netsim plot {out}`)"
+    except KeyboardInterrupt:
+        state = "the tables are written all at once, so it holds the previous files or none"
+    print(f"netsim: interrupted while saving to {out}: {state}", file=sys.stderr)
+    return None
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -207,7 +247,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(f"netsim: {results.meta['units_reused']} unit(s) found in the store, {results.meta['units_run']} run now",
           file=sys.stderr)
     results.meta["command"] = ["netsim", *sys.argv[1:]]
-    written = results.save(out, plots=not args.no_plots)
+    written = _save(results, out, plots=not args.no_plots)
+    if written is None:
+        return 130
     table = results.summary()
     with_pd_options(lambda: print(table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")))
     print(f"\nwrote {', '.join(written)} to {out}/")

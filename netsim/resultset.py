@@ -44,6 +44,10 @@ YLABELS = {"group_regret": "group pseudo-regret", "mean_agent_regret": "per-agen
            "comm_cost": "communication cost C(t) (li2022 Eq. 2)"}
 
 
+class FiguresInterrupted(KeyboardInterrupt):
+    """Ctrl-C while the figures were drawn: the tables of the folder (``args[0]``) are complete."""
+
+
 class Results:
     """The tables of a run or a sweep (see the module docstring).
 
@@ -111,15 +115,21 @@ class Results:
         The files are those of ``netsim run`` / ``netsim sweep``: tables as CSV (or Parquet
         with ``format="parquet"``), written together so that an interruption leaves the old
         set or the new one; then ``regret.png`` and ``communication.png`` (a run) or one
-        ``regret_by_<key>.png`` per grid key (a sweep). Returns file name → path.
+        ``regret_by_<key>.png`` per grid key (a sweep). Figures left by an earlier save are removed
+        once the new tables are in place. Returns file name → path.
         """
         folder = Path(folder)
         if folder.exists() and not folder.is_dir():
             raise InputError(f"results folder {str(folder)!r} exists and is not a folder")
         written = R.write_together(folder, R.file_contents(self.tables(), self.meta, format))
+        for stale in [*folder.glob("regret*.png"), *folder.glob("communication*.png")]:
+            stale.unlink()  # figures of earlier tables never sit beside these (even if drawing is interrupted)
         if plots:
-            for path in self._figures(folder):
-                written[path.name] = path
+            try:
+                for path in self._figures(folder):
+                    written[path.name] = path
+            except KeyboardInterrupt:
+                raise FiguresInterrupted(folder) from None
         return written
 
     def _figures(self, folder: Path) -> list[Path]:

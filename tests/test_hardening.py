@@ -148,3 +148,48 @@ def test_sigkill_mid_sweep_then_rerun_resumes_to_identical_tables(tmp_path):
         assert done.returncode == 0, done.stderr
     for name in ("sweep.csv", "sweep_agents.csv", "sweep_timeseries.csv"):
         assert (killed / name).read_bytes() == (clean / name).read_bytes(), name
+
+
+def test_unwritable_output_is_refused_before_any_trial(capsys, monkeypatch):
+    """`--out /proc/x` used to fail after the whole simulation (FileNotFoundError): now it is refused first."""
+    import netsim.api as api
+
+    ran = []
+    monkeypatch.setattr(api, "run", lambda *a, **k: ran.append(1))
+    one_line_error(capsys, ["run", "quickstart", "--out", "/proc/netsim-x", *QUICK], "cannot write there")
+    assert not ran
+
+
+def test_missing_parquet_writer_is_refused_before_any_trial(capsys, monkeypatch, tmp_path):
+    import importlib.util
+
+    import netsim.api as api
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a))
+    ran = []
+    monkeypatch.setattr(api, "run", lambda *a, **k: ran.append(1))
+    one_line_error(capsys, ["run", "quickstart", "--format", "parquet", "--out", str(tmp_path / "p"), *QUICK],
+                   "pyarrow", "--format csv")
+    assert not ran
+
+
+def test_ctrl_c_while_drawing_figures_says_what_the_folder_holds(capsys, monkeypatch, tmp_path):
+    """Ctrl-C during the figures: the new tables are complete, no figure of the previous run stays beside them,
+    and the message says so (it used to say that nothing was written)."""
+    import netsim.plots as plots
+
+    out = tmp_path / "r"
+    assert main(["run", "quickstart", "--out", str(out), "--set", "run.horizon=50", "--quiet"]) == 0
+    assert (out / "regret.png").is_file()
+    before = (out / "trials.csv").read_bytes()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(plots, "write_figures", interrupted)
+    assert main(["run", "quickstart", "--out", str(out), "--set", "run.horizon=60", "--quiet"]) == 130
+    err = capsys.readouterr().err
+    assert "tables are complete" in err and "netsim plot" in err
+    assert (out / "trials.csv").read_bytes() != before
+    assert not list(out.glob("*.png"))
