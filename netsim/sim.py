@@ -33,7 +33,7 @@ FINISH = CHECKPOINT - 1
 #: trial of this process is; set by the runner's progress bar (``netsim.runner``), None otherwise.
 progress_hook: Callable[[float], None] | None = None
 WATCH = TICK + 1  # the watchdog looks after everything else of its instant
-WALL_CHECK_EVERY = 4096  # events between two looks at the wall clock (only with run.wall_budget)
+WALL_CHECK_EVERY = 64  # events between two looks at the wall clock (only with run.wall_budget; an event may be slow)
 
 
 class Node:

@@ -193,3 +193,21 @@ def test_ctrl_c_while_drawing_figures_says_what_the_folder_holds(capsys, monkeyp
     assert "tables are complete" in err and "netsim plot" in err
     assert (out / "trials.csv").read_bytes() != before
     assert not list(out.glob("*.png"))
+
+
+def test_arm_count_times_agents_is_bounded(capsys):
+    """A fuzzed li2022 scenario asked for 10,000,000 arms on 100 agents (8 GB per array): refused at once."""
+    one_line_error(capsys, ["show", "li2022-fig11-case4", "--set", "bandit.arms=10000000"], "bandit.arms",
+                   "20,000,000")
+
+
+def test_wall_budget_stops_a_trial_of_slow_events(tmp_path):
+    """The budget used to be looked at every 4096 events, so a trial of 1,000 slow steps (dubey2020a Fig. 1(c),
+    byzantine, gamma = diameter: about 0.1 s each) ran to its end whatever the budget (a fuzzing 'hang')."""
+    out = tmp_path / "b"
+    assert main(["run", "dubey2020a-fig1c-byzantine-gammadiameter", "--trials", "1", "--set", "run.wall_budget=1",
+                 "--out", str(out), "--quiet", "--no-plots"]) == 0
+    import pandas as pd
+
+    row = pd.read_csv(out / "trials.csv").iloc[0]
+    assert row["status"] == "failed" and "wall-clock budget" in row["failure"] and row["end_time"] < 1000
