@@ -26,7 +26,7 @@ import sys
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, CancelledError, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -125,12 +125,25 @@ class ProcessExecutor(Executor):
         if self.jobs == 1 or len(items) <= 1:
             yield from SerialExecutor().results(fn, items)
             return
+        import multiprocessing
+
+        from netsim import sim as simulation
+
+        # Each worker writes the fraction of its trial's horizon done into its unit's slot; the parent
+        # reads the slots of the running units while it waits, so its progress bar moves inside trials.
+        shares = multiprocessing.RawArray("d", len(items))
         pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(items)), initializer=_worker_setup,
-                                   initargs=(os.getpid(),))
+                                   initargs=(os.getpid(), shares))
         try:
-            futures = {pool.submit(fn, item): index for index, item in enumerate(items)}
-            for future in as_completed(futures):
-                yield futures[future], future.result()
+            futures = {pool.submit(_with_progress, fn, index, item): index for index, item in enumerate(items)}
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, timeout=PROGRESS_POLL, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    yield futures[future], future.result()
+                hook = simulation.progress_hook
+                if hook is not None and pending:
+                    hook(sum(shares[futures[f]] for f in pending))
         except BaseException:
             # Ctrl-C, an error, or the consumer stopped early: drop the queue, stop the workers now.
             processes = list(getattr(pool, "_processes", {}).values())
@@ -144,11 +157,33 @@ class ProcessExecutor(Executor):
         pool.shutdown(wait=True)
 
 
-def _worker_setup(parent: int | None = None) -> None:
+#: seconds between two looks of the parent at its workers' progress
+PROGRESS_POLL = 0.25
+_SHARES = None  # a worker's view of the parent's progress slots (set by _worker_setup)
+
+
+def _with_progress(fn, index: int, item):
+    """Run ``fn(item)`` in a worker, publishing its trial's progress in slot ``index``."""
+    from netsim import sim as simulation
+
+    shares = _SHARES
+    if shares is None:
+        return fn(item)
+    previous = simulation.progress_hook
+    simulation.progress_hook = lambda fraction: shares.__setitem__(index, fraction)
+    try:
+        return fn(item)
+    finally:
+        simulation.progress_hook = previous
+
+
+def _worker_setup(parent: int | None = None, shares=None) -> None:
     """Pool workers leave Ctrl-C (SIGINT to the whole process group) to the parent, which stops them,
     and die with the parent however it dies (Linux PR_SET_PDEATHSIG; ``kill -9`` of a sweep must not
     leave idle workers behind)."""
+    global _SHARES
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _SHARES = shares
     if parent is None or not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -390,8 +425,9 @@ def _within_trials(iterable, total: int, initial: int):
     """A tqdm bar in trials that also advances inside the trials run in this process.
 
     Trials run here (serial executor) report the fraction of their horizon done at every
-    checkpoint (``netsim.sim.progress_hook``), so a long single trial moves the bar too; trials
-    run in worker processes count when they finish.
+    checkpoint (``netsim.sim.progress_hook``), so a long single trial moves the bar too; the
+    process executor passes on the sum of its running trials' fractions (read from shared memory
+    every ``PROGRESS_POLL`` seconds); Dask trials count when they finish.
     """
     from tqdm import tqdm
 

@@ -291,3 +291,22 @@ def test_dask_workers_import_the_plugin_files(tmp_path, dask_cluster, isolated_p
     remote = netsim.run(str(tmp_path / "guide.toml"), scheduler=dask_cluster, **options)
     assert remote.meta["trials"] == 3 and (remote.trials["messages_sent"] == 6 * 5 * 40).all()
     assert remote.trials.to_csv(index=False) == serial.trials.to_csv(index=False)
+
+
+def test_process_executor_progress_moves_inside_running_trials(monkeypatch):
+    """Two trials on two worker processes: the parent's progress hook receives the running trials' fractions
+    of their horizons before any trial finishes (issue 16: the bar used to move only per finished trial)."""
+    from netsim import runner as R
+    from netsim import scenario as S
+    from netsim import sim as simulation
+
+    seen: list[float] = []
+    monkeypatch.setattr(simulation, "progress_hook", seen.append)
+    monkeypatch.setattr(R, "PROGRESS_POLL", 0.05)
+    scenario = S.load("quickstart", ["run.horizon=60000", "run.checkpoints=400"])
+    units = [R.Unit(scenario, trial) for trial in range(2)]
+    results = R.execute(units, executor=R.ProcessExecutor(2))
+    assert len(results) == 2
+    inside = [f for f in seen if 0 < f < 2]
+    assert inside, seen[:10]
+    assert max(inside) <= 2.0
