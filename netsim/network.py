@@ -26,6 +26,7 @@ Random delays are drawn in blocks of :data:`BLOCK` per delay law from the ``dela
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -300,9 +301,12 @@ class Network(DeliveryHeap):
                 dst = dsts[0] if count == 1 else list(dsts)
                 self._push((now + law.args["value"], next(self._sequence), kind, src, dst, payload, now, size, count))
                 return
-            sequence = self._sequence
-            self._push_all([(now + delay, next(sequence), kind, src, d, payload, now, size, 1)
-                            for d, delay in zip(dsts, self._law(law))])  # zip stops at dsts
+            sequence, heap, push = self._sequence, self._heap, heapq.heappush
+            for d, delay in zip(dsts, self._law(law)):  # zip stops at dsts
+                push(heap, (now + delay, next(sequence), kind, src, d, payload, now, size, 1))
+            self._in_flight += count
+            if heap[0][0] < self._alarm_at:
+                self._arm(heap[0][0])
             return
         if faults is not None:
             dsts, dropped = faults.drop_at_send(src, dsts, now)
