@@ -81,3 +81,18 @@ def test_coordinator_crash_stalls_votes_until_restart(name, state):
 def test_event_mode_refuses_crashes_with_one_line():
     with pytest.raises(InputError, match=r"protocol\.simulation.*accepted: simulation = 'rounds'"):
         load("mase", "faults.crashes=[{node=3, start=10, end=20}]")
+
+
+@pytest.mark.parametrize("state", ["kept", "lost"])
+@pytest.mark.parametrize("name", ["central-se", "independent-se"])
+def test_server_crash_of_the_baselines(name, state):
+    """CENTRAL's pooled learner lives at the server: samples taken while it is down (rounds 300-1500) are lost,
+    so the run needs more rounds than without the crash; INDEPENDENT's agents never need the
+    server. Both end ok with the best arm, and what was sent to the down server is dropped and counted."""
+    crash = [f"faults.crashes=[{{node=16, start={DOWN}, end={UP}}}]", f"faults.state='{state}'"]
+    row, _ = run(load(name, "protocol.simulation='rounds'", *crash), 1)
+    plain, _ = run(load(name, "protocol.simulation='rounds'"), 1)
+    assert row["status"] == "ok" and row["identified_arm"] == plain["identified_arm"] == 0
+    assert row["messages_sent"] == row["messages_delivered"] + row["messages_dropped"] + row["messages_in_flight"]
+    if name == "central-se":
+        assert row["sample_complexity"] > plain["sample_complexity"]
