@@ -279,11 +279,10 @@ def _default_table(document: Mapping[str, Any], keys: tuple[str, ...], fresh: se
 MAX_AGENT_ARMS = 20_000_000
 
 
-def _check_bandit_size(bandit: Mapping[str, Any], raw_agents: Any, source: str | None) -> None:
+def _check_bandit_size(bandit: Mapping[str, Any], agents: int, source: str | None) -> None:
     """Refuse an arm count this machine cannot hold for every agent (before anything is built)."""
     arms = bandit.get("arms")
-    agents = raw_agents if isinstance(raw_agents, int) and not isinstance(raw_agents, bool) else 1
-    if isinstance(arms, int) and arms * max(agents, 1) > MAX_AGENT_ARMS:
+    if isinstance(arms, int) and arms * agents > MAX_AGENT_ARMS:
         raise InputError(f"{arms:,} arms for {agents:,} agents make {arms * agents:,} per-agent entries; accepted: "
                          f"agents x arms at most {MAX_AGENT_ARMS:,}", source=source, key="bandit.arms")
 
@@ -352,10 +351,10 @@ def from_dict(document: Mapping[str, Any], *, base_dir: Path | None = None, path
     if "file" in bandit:
         bandit["file"] = str((base / bandit["file"]).resolve())
     bandit_cls.check(bandit, source)
-    _check_bandit_size(bandit, raw_agents=doc.get("network", {}).get("agents"), source=source)
     bandit = {"kind": bandit_kind, **bandit}
 
     network = _validate_network(doc["network"], base, source)
+    _check_bandit_size(bandit, agents=network["agents"], source=source)
 
     name = doc["protocol"].get("name")
     if name is None:
