@@ -152,8 +152,8 @@ def _run(scenario: S.Scenario, trials: int) -> dict[str, Any]:
         rows.append(run_trial(scenario, trial_sequence(scenario.run["seed"], trial), trial).row)
     out: dict[str, Any] = {
         "trials": trials,
-        "failed": sum(r["status"] != "ok" for r in rows),
-        "failures": sorted({r["failure"] for r in rows if r["status"] != "ok"}),
+        "failed": sum(r["status"] == "failed" for r in rows),
+        "failures": sorted({r["failure"] for r in rows if r["status"] == "failed"}),
         "group_regret": float(np.mean([r["group_regret"] for r in rows])),
         "comm_cost": float(np.mean([r["comm_cost"] for r in rows])),
         "end_time": float(np.mean([r["end_time"] for r in rows])),

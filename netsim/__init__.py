@@ -12,8 +12,9 @@ grid.plot(by="network.topology")
 grid.save("results/topology")
 ```
 
-- :func:`run`, :func:`sweep`: run a scenario or a grid of overrides; both return
-  :class:`Results` (``trials``, ``agents``, ``timeseries`` DataFrames, ``plot``, ``save``, ``load``);
+- :func:`run`, :func:`sweep`, :func:`study`: run a scenario, a grid of overrides, or a study
+  (variants side by side and a paper's figures); all return :class:`Results` (``trials``,
+  ``agents``, ``timeseries`` DataFrames, ``plot``, ``save``, ``load``);
 - :class:`Scenario`: ``Scenario.load(name_or_path)`` and ``.with_(**dotted_overrides)``;
 - :func:`load_plugin`: register the protocols of a ``.py`` file (``--plugin`` on the command line);
 - :mod:`netsim.testing`: a one-call trial runner and a message spy for protocol authors;
@@ -35,16 +36,18 @@ __version__ = "0.1.0"
 _LAZY = {
     "run": "netsim.api",
     "sweep": "netsim.api",
+    "study": "netsim.api",
     "Results": "netsim.resultset",
     "Scenario": "netsim.scenario",
     "load_plugin": "netsim.registry",
     "InputError": "netsim.errors",
     "ProtocolError": "netsim.errors",
 }
-__all__ = ["InputError", "ProtocolError", "Results", "Scenario", "__version__", "load_plugin", "run", "sweep"]
+__all__ = ["InputError", "ProtocolError", "Results", "Scenario", "__version__", "load_plugin", "run", "study",
+           "sweep"]
 
 if TYPE_CHECKING:
-    from netsim.api import run, sweep
+    from netsim.api import run, study, sweep
     from netsim.errors import InputError, ProtocolError
     from netsim.registry import load_plugin
     from netsim.resultset import Results

@@ -179,6 +179,45 @@ def run_plan(plan_: Plan, *, jobs: int = 1, executor: str | runner.Executor | No
                                          "timeseries": frames["sweep_timeseries"]}, meta, params=plan_.keys)
 
 
+def study(name: str | Path | None = None, *, scale: str = "quick", trials: int | None = None, jobs: int = 1,
+          executor: str | runner.Executor | None = None, scheduler: str | None = None,
+          scheduler_timeout: float = runner.DEFAULT_SCHEDULER_TIMEOUT, out: str | Path | None = None,
+          progress: bool = False) -> Results:
+    """Run a study (variants side by side, a grid, figure specs) at one scale, as ``netsim study`` does.
+
+    Parameters
+    ----------
+    name:
+        A bundled study (``scenarios/studies/``) or a study file (``None``: the quickstart study).
+    scale:
+        ``"quick"`` (about a minute) or ``"paper"`` (the paper's size where this machine allows);
+        each study says what its scales change.
+    trials:
+        Trials per variant and grid point (default: the scale's).
+    jobs, executor, scheduler, scheduler_timeout, progress:
+        As for :func:`run`.
+    out:
+        Keep finished units in ``out/units`` as they complete, so that the same call after an
+        interruption runs only the missing ones (default: a temporary folder, removed after).
+        :meth:`Results.save` writes the tables, the figures and ``report.html``.
+
+    Returns
+    -------
+    Results
+        ``study``, ``variant``, parameter and ``point`` columns in front of the run tables'
+        columns; trial ``i`` of every variant at one grid point shares its seed (common random numbers).
+    """
+    from netsim import studies
+
+    plan_ = studies.plan(studies.load(name), scale, trials=trials)
+    started = stamp()
+    with _executor(executor, jobs, scheduler, scheduler_timeout) as pool:
+        if out is None:
+            with tempfile.TemporaryDirectory(prefix="netsim-study-") as folder:
+                return studies.run(plan_, Path(folder), executor=pool, progress=progress, started=started)
+        return studies.run(plan_, Path(out), executor=pool, progress=progress, started=started)
+
+
 def _toml(value: Any, where: str) -> str:
     from netsim.sweeps import toml_value
 

@@ -25,6 +25,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 EPILOG = """\
 examples:
+  netsim study                             UCB1, a cooperative protocol and central UCB side by side
+  netsim study li2022-fig10 --scale paper --jobs 2   a paper figure at the paper's size
   netsim run                               run the bundled quickstart scenario
   netsim run li2022-fig10-ring --trials 4 --jobs 2 --out results/ring
   netsim run my.toml --set network.agents=20 --set protocol.epsilon=0.5
@@ -86,8 +88,27 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--quiet", action="store_true", help="no progress bar")
     sweep.add_argument("--no-plots", action="store_true", help="skip the figures")
 
-    sub.add_parser("list", help="bundled scenarios and registered protocols",
-                   description="List bundled scenarios and registered protocols, one line each.")
+    study = sub.add_parser("study", help="run a study: variants side by side, a paper's figures, report.html",
+                           description="Run every variant of a study (a scenario plus overrides each; protocols "
+                                       "may differ) at every grid point, resumably (finished units are kept in "
+                                       "OUT/units), then write study.csv (study, variant, parameter columns, point, "
+                                       "then the trials columns), study_agents.csv, study_timeseries.csv, "
+                                       "meta.json, the figures (figures/NAME.png, .svg and the plotted data as "
+                                       ".csv; means with 95%% Student-t intervals) and report.html.")
+    study.add_argument("study", nargs="?", default=None,
+                       help="study file or bundled study name (default: quickstart; see netsim list)")
+    study.add_argument("--scale", choices=("quick", "paper"), default="quick",
+                       help="quick (about a minute) or paper (the paper's size where this machine allows); "
+                            "default quick")
+    study.add_argument("--trials", type=int, help="trials per variant and grid point (default: the scale's)")
+    study.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    _executor_options(study)
+    study.add_argument("--out", type=Path, default=None, help="results folder (default: results/<study>-<scale>)")
+    study.add_argument("--quiet", action="store_true", help="no progress bar")
+    study.add_argument("--no-plots", action="store_true", help="skip the figures and report.html")
+
+    sub.add_parser("list", help="bundled scenarios, studies and registered protocols",
+                   description="List bundled scenarios, studies and registered protocols, one line each.")
 
     show = sub.add_parser("show", help="print the fully resolved scenario as TOML",
                           description="Print a scenario with every default filled in, as TOML.")
@@ -108,8 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="override a scenario key (repeatable)")
 
     plot = sub.add_parser("plot", help="(re)draw the figures of a results folder",
-                          description="Redraw regret.png (and communication.png) from a results folder.")
-    plot.add_argument("folder", type=Path, help="a folder written by 'netsim run' or 'netsim sweep'")
+                          description="Redraw the figures of a results folder: regret.png (and communication.png) "
+                                      "of a run, the per-key figures of a sweep, or a study's figures and "
+                                      "report.html.")
+    plot.add_argument("folder", type=Path, help="a folder written by 'netsim run', 'netsim sweep' or 'netsim study'")
     audit = sub.add_parser("audit", help="empirical privacy audit of a privacy mechanism",
                            description="Run a mechanism many times on two neighbouring inputs and bound its privacy "
                                        "loss from below (Clopper-Pearson); print claimed eps, eps_hat, eps_lo, "
@@ -208,7 +231,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 130
     table = results.summary()
     with_pd_options(lambda: print(table.to_string(float_format=lambda v: f"{v:,.4g}")))
-    print(f"\nwrote {', '.join(sorted(written))} to {out}/")
+    from netsim.results import status_line
+
+    print(f"\n{status_line(results.trials)}")
+    print(f"wrote {', '.join(sorted(written))} to {out}/")
     return 0
 
 
@@ -256,6 +282,50 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_study(args: argparse.Namespace) -> int:
+    from netsim import api, studies
+    from netsim import sweeps as W
+
+    if args.trials is not None and not 1 <= args.trials <= 100_000:
+        raise InputError(f"--trials {args.trials}: accepted: 1 .. 100000")
+    study = studies.load(args.study)
+    plan = studies.plan(study, args.scale, trials=args.trials)
+    out = output_path(args.out, Path("results") / f"{Path(study.name).name}-{args.scale}")
+    units = plan.units()
+    started = api.stamp()
+    try:
+        with _executor(args) as executor:
+            print(f"netsim: study {study.name} at {args.scale} scale: {len(study.variants)} variant(s), "
+                  f"{len(plan.points)} point(s) x {plan.trials} trial(s) = {len(units)} unit(s), executor "
+                  f"{executor.name}, store {out / 'units'}", file=sys.stderr)
+            results = studies.run(plan, out, executor=executor, progress=None if not args.quiet else False,
+                                  started=started, argv=["netsim", *sys.argv[1:]])
+    except KeyboardInterrupt:
+        store = W.UnitStore(out / "units")
+        stored = sum(store.path(unit.id).is_file() for unit in units)
+        print(f"netsim: interrupted; {stored} of {len(units)} unit(s) are stored in {out / 'units'}; "
+              "rerun the same command to run only the missing ones", file=sys.stderr)
+        return 130
+    print(f"netsim: {results.meta['units_reused']} unit(s) found in the store, {results.meta['units_run']} run now",
+          file=sys.stderr)
+    written = _save(results, out, plots=not args.no_plots)
+    if written is None:
+        return 130
+    from netsim.studies.report import number
+
+    table = results.summary()
+    with_pd_options(lambda: print(table.to_string(index=False, float_format=number)))
+    print("\n(± is the half-width of the 95% Student-t interval over the trials)")
+    figures = sorted(p.name for p in written.values() if p.suffix == ".png")
+    print(f"wrote study.csv, study_agents.csv, study_timeseries.csv, meta.json to {out}/")
+    if figures:
+        print(f"figures: {', '.join(str(out / 'figures' / f) for f in figures)}")
+        print(f"report:  {out / 'report.html'}")
+    print("next: netsim list (every study and scenario); netsim study NAME --scale paper --jobs 2 (a paper figure "
+          "at the paper's size); netsim show SCENARIO (every key a variant can set)")
+    return 0
+
+
 def with_pd_options(fn):
     import pandas as pd
 
@@ -273,6 +343,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name, path in S.bundled().items():
         try:
             description = tomllib.loads(path.read_text()).get("description", "")
+        except tomllib.TOMLDecodeError:
+            description = "(unreadable)"
+        print(f"  {name:32s} {description}")
+    from netsim import studies
+
+    print("\nstudies (netsim study NAME):")
+    for name, path in studies.bundled().items():
+        try:
+            document = tomllib.loads(path.read_text())
+            description = document.get("title") or document.get("description", "")
         except tomllib.TOMLDecodeError:
             description = "(unreadable)"
         print(f"  {name:32s} {description}")
@@ -300,6 +380,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     if not args.folder.is_dir():
         raise InputError(f"results folder {str(args.folder)!r} not found")
+    if (args.folder / "study.csv").is_file():
+        from netsim.resultset import Results
+        from netsim.studies import draw_folder
+
+        print("wrote " + ", ".join(str(p) for p in draw_folder(args.folder, Results.load(args.folder))))
+        return 0
     if (args.folder / "sweep_timeseries.csv").is_file():
         from netsim import sweeps as W
 
@@ -374,7 +460,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 MAX_AUDIT_TRIALS = 10_000_000
 
 COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "plot": cmd_plot, "sweep": cmd_sweep,
-            "trace": cmd_trace, "audit": cmd_audit}
+            "study": cmd_study, "trace": cmd_trace, "audit": cmd_audit}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,7 +18,14 @@ Subclasses declare:
 * ``crash_states``: the ``[faults] state`` values (``"kept"``, ``"lost"``) whose crashes it handles
   (empty: scenarios with node crashes are refused when loaded);
 * ``unsupported_faults``: names among ``link_down``, ``crash``, ``duplication``, ``reorder`` it
-  refuses (see ``docs/faults.md``).
+  refuses (see ``docs/faults.md``);
+* ``columns``: the extra ``trials.csv`` columns :meth:`Protocol.results` may return (a study's
+  figures may plot them; a test checks the declaration against real runs).
+
+A protocol whose algorithm *finishes* (identifies an arm, ends its last epoch) overrides
+:meth:`Protocol.unfinished`: a trial that reaches the horizon first gets ``status =
+"unfinished"`` and the reason in ``failure``, so that summaries count it instead of averaging
+over it.
 
 :class:`Ticking` is a base for protocols whose agents act on a clock: it wires one vectorised
 clock (or one jittered clock per agent) that skips crashed agents.
@@ -50,6 +57,7 @@ class Protocol:
     bandit_kinds: ClassVar[tuple[str, ...] | None] = ("bernoulli", "gaussian", "heterogeneous", "csv")
     crash_states: ClassVar[tuple[str, ...]] = ()
     unsupported_faults: ClassVar[tuple[str, ...]] = ()
+    columns: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, sim: Simulation, params: Mapping[str, Any]):
         self.sim = sim
@@ -64,8 +72,12 @@ class Protocol:
         raise NotImplementedError
 
     def results(self) -> dict[str, float]:
-        """Extra per-trial columns (e.g. ``epsilon_spent``); called after the run."""
+        """Extra per-trial columns (e.g. ``epsilon_spent``, declared in ``columns``); called after the run."""
         return {}
+
+    def unfinished(self) -> str | None:
+        """Why the algorithm had not finished when the trial ended (``None``: it had, or it never ends)."""
+        return None
 
 
 class Ticking(Protocol):

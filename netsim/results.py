@@ -242,9 +242,24 @@ def read_table(folder: Path, name: str) -> pd.DataFrame:
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean, std, min and max over the trials of ``frame`` (a trials table) of the headline columns."""
+    """Mean, std, min and max over the trials of ``frame`` (a trials table) of the headline columns,
+    and ``n``, the number of trials with a value: a column a protocol leaves undefined (NaN) in
+    unfinished trials, such as ``correct``, shows over how many trials its mean is taken."""
     columns = ["group_regret", "mean_agent_regret", "comm_cost", "links_agent_agent", "links_server_agent",
                "messages_sent", "rounds"]
     columns += [c for c in frame.columns if c not in TRIAL_COLUMNS and not c.startswith("sent_")
                 and pd.api.types.is_numeric_dtype(frame[c])]
-    return frame[columns].agg(["mean", "std", "min", "max"]).T
+    table = frame[columns].agg(["mean", "std", "min", "max", "count"]).T
+    return table.rename(columns={"count": "n"}).astype({"n": int})
+
+
+def status_line(frame: pd.DataFrame) -> str:
+    """``"trials: 3 (2 ok, 1 unfinished: <reason>)"``: how the trials of a trials table ended."""
+    counts = frame["status"].value_counts()
+    parts = [f"{counts[s]} {s}" for s in ("ok", "unfinished", "failed") if s in counts]
+    reasons = sorted(set(frame.loc[frame["status"] != "ok", "failure"]))
+    text = f"trials: {len(frame)} ({', '.join(parts)})"
+    if reasons:
+        shown = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
+        text += f"; not ok: {shown}"
+    return text

@@ -12,7 +12,9 @@ plotted by any of them without further labelling.
 
 On disk a run is ``trials``, ``agents``, ``timeseries`` and ``timings`` tables and ``meta.json``
 (the files of ``netsim run``); a sweep is ``sweep``, ``sweep_agents``, ``sweep_timeseries`` and
-``meta.json`` (those of ``netsim sweep``). The agents and time-series files keep their layout of
+``meta.json`` (those of ``netsim sweep``); a study is ``study``, ``study_agents``,
+``study_timeseries``, ``meta.json``, its figures and ``report.html`` (those of ``netsim study``),
+with ``study`` and ``variant`` columns in front of the parameters. The agents and time-series files keep their layout of
 before the Python API: without the ``scenario`` and ``protocol`` columns, which :meth:`Results.load`
 takes back from the trials table (they are constant per trial, or per point of a sweep).
 """
@@ -37,7 +39,10 @@ if TYPE_CHECKING:
 LAYOUTS: dict[str, dict[str, str]] = {
     "run": {"trials": "trials", "agents": "agents", "timeseries": "timeseries"},
     "sweep": {"trials": "sweep", "agents": "sweep_agents", "timeseries": "sweep_timeseries"},
+    "study": {"trials": "study", "agents": "study_agents", "timeseries": "study_timeseries"},
 }
+#: columns in front of a study's tables that are not parameters
+STUDY_FRONT = ("study", "variant")
 #: Columns of ``agents`` and ``timeseries`` taken from ``trials`` (not stored in their files).
 LABELS = ("scenario", "protocol")
 YLABELS = {"group_regret": "group pseudo-regret", "mean_agent_regret": "per-agent pseudo-regret",
@@ -56,9 +61,10 @@ class Results:
     trials, agents, timeseries:
         The three tables, each with ``scenario`` and ``protocol`` columns.
     kind:
-        ``"run"`` or ``"sweep"``: the file layout :meth:`save` writes (:data:`LAYOUTS`).
+        ``"run"``, ``"sweep"`` or ``"study"``: the file layout :meth:`save` writes (:data:`LAYOUTS`).
     params:
-        The parameter columns (a sweep's grid keys), in front of every table.
+        The parameter columns (a sweep's grid keys; a study's grid keys and the scenario keys its
+        figures use), in front of every table.
     meta:
         What ``meta.json`` holds (plain JSON data): the resolved scenario or the sweep's plan,
         seed, versions, times, command.
@@ -115,15 +121,20 @@ class Results:
         The files are those of ``netsim run`` / ``netsim sweep``: tables as CSV (or Parquet
         with ``format="parquet"``), written together so that an interruption leaves the old
         set or the new one; then ``regret.png`` and ``communication.png`` (a run) or one
-        ``regret_by_<key>.png`` per grid key (a sweep). Figures left by an earlier save are removed
+        ``regret_by_<key>.png`` per grid key (a sweep), or the study's figures (``figures/``: PNG, SVG
+        and the plotted data as CSV) and ``report.html``. Figures left by an earlier save are removed
         once the new tables are in place. Returns file name → path.
         """
         folder = Path(folder)
         if folder.exists() and not folder.is_dir():
             raise InputError(f"results folder {str(folder)!r} exists and is not a folder")
         written = R.write_together(folder, R.file_contents(self.tables(), self.meta, format))
-        for stale in [*folder.glob("regret*.png"), *folder.glob("communication*.png")]:
-            stale.unlink()  # figures of earlier tables never sit beside these (even if drawing is interrupted)
+        stale = [*folder.glob("regret*.png"), *folder.glob("communication*.png")]
+        if self.kind == "study":
+            stale += [*folder.glob("figures/*.png"), *folder.glob("figures/*.svg"), *folder.glob("figures/*.csv"),
+                      *folder.glob("report.html")]
+        for path in stale:
+            path.unlink()  # figures of earlier tables never sit beside these (even if drawing is interrupted)
         if plots:
             try:
                 for path in self._figures(folder):
@@ -133,6 +144,10 @@ class Results:
         return written
 
     def _figures(self, folder: Path) -> list[Path]:
+        if self.kind == "study":
+            from netsim.studies import draw_folder
+
+            return draw_folder(folder, self)
         if self.kind == "sweep":
             from netsim.sweeps import draw
 
@@ -157,7 +172,8 @@ class Results:
                 tables["timings"] = R.read_table(folder, "timings")
             meta = json.loads((folder / "meta.json").read_text()) if (folder / "meta.json").is_file() else {}
             columns = list(trials.columns)
-            params = columns[: columns.index("point")] if "point" in columns else []
+            params = [c for c in columns[: columns.index("point")] if kind != "study" or c not in STUDY_FRONT] \
+                if "point" in columns else []
             return cls.from_tables(kind, tables, meta, params)
         accepted = ", ".join(f"{names['trials']}.csv" for names in LAYOUTS.values())
         raise InputError(f"results folder {str(folder)!r}: no trials table; accepted: a folder with one of "
@@ -169,12 +185,20 @@ class Results:
         """The scenario's name (a sweep's base scenario), as figures are titled."""
         if self.kind == "sweep" and "sweep" in self.meta:
             return str(self.meta["sweep"]["scenario"])
+        if self.kind == "study" and "study" in self.meta:
+            return f"{self.meta['study']['study']} ({self.meta['study']['scale']} scale)"
         if "scenario" in self.meta:
             return str(self.meta["scenario"]["name"])
         return ", ".join(map(str, self.trials["scenario"].unique()))
 
     def summary(self) -> pd.DataFrame:
-        """The terminal summary: per headline column mean, std, min, max (a run), or per-point means (a sweep)."""
+        """The terminal summary: per headline column mean, std, min, max and n (a run), per-point means
+        (a sweep), or per variant and point means with their 95 % t intervals (a study)."""
+        if self.kind == "study":
+            from netsim.studies import metrics, study_from_meta
+            from netsim.studies.tables import summary
+
+            return summary(self.trials, metrics(study_from_meta(self.meta)), self.params)
         if self.kind == "sweep":
             from netsim.sweeps import summary
 
@@ -209,7 +233,10 @@ class Results:
             if column is not None and column not in data.columns:
                 raise InputError(f"plot {what}={column!r}: accepted: {', '.join(map(str, data.columns))}")
         if by is None:
-            by = self.params[0] if self.params else ("scenario" if data["scenario"].nunique() > 1 else None)
+            if self.kind == "study":
+                by = "variant"
+            else:
+                by = self.params[0] if self.params else ("scenario" if data["scenario"].nunique() > 1 else None)
         hue: dict[str, Any] = {}
         if by is not None:
             data = data.assign(**{by: data[by].map(str)})
@@ -225,6 +252,6 @@ class Results:
         return ax.figure
 
     def __repr__(self) -> str:
-        what = f"sweep over {', '.join(self.params)}" if self.kind == "sweep" else "run"
+        what = {"sweep": f"sweep over {', '.join(self.params)}", "study": "study"}.get(self.kind, "run")
         return (f"<Results: {what} of {self.title}; {len(self.trials)} trial row(s), {len(self.agents)} agent row(s), "
                 f"{len(self.timeseries)} time-series row(s)>")

@@ -288,6 +288,7 @@ class Simulation:
 
     def _result(self, wall: float) -> TrialResult:
         m = self.metrics
+        unfinished = None if self._failure else self.protocol.unfinished()
         regret = self.bandit.regret
         row: dict[str, Any] = {
             "scenario": self.scenario.name,
@@ -308,8 +309,9 @@ class Simulation:
             "messages_corrupted": m.total("corrupted"),
             "messages_in_flight": self.network.in_flight,
             "rounds": m.rounds,
-            "status": "failed" if self._failure else "ok",
-            "failure": self._failure or "none",  # never empty: an empty CSV cell reads back as NaN
+            "status": "failed" if self._failure else ("unfinished" if unfinished else "ok"),
+            # never empty: an empty CSV cell reads back as NaN
+            "failure": self._failure or unfinished or "none",
         }
         for kind in sorted(m.messages):
             row[f"sent_{kind}"] = m.messages[kind].sent

@@ -78,10 +78,13 @@ def meta(plan_: Plan, outcome: Outcome, *, argv: Sequence[str], started: str, fi
 
 
 def summary(keys: Sequence[str], frame: pd.DataFrame) -> pd.DataFrame:
-    """Per point: mean of the headline columns over trials (``keys``: the grid keys)."""
+    """Per point: mean of the headline columns over trials (``keys``: the grid keys), and how many
+    trials ended unfinished or failed (``status``)."""
     columns = ["group_regret", "comm_cost", "messages_sent"]
     grouped = frame.groupby("point", sort=True)
     table = grouped[columns].mean()
+    for status in ("failed", "unfinished"):
+        table.insert(0, status, grouped["status"].agg(lambda s, status=status: int((s == status).sum())))
     table.insert(0, "trials", grouped.size())
     for key in reversed(keys):
         table.insert(0, key, grouped[key].first())

@@ -25,6 +25,7 @@ class ByzantineProofMultiAgentUCB(Trials):
     """
 
     name = "dubey2020a-byzantine"
+    columns = ("gamma", "records_corrupted", "records_forwarded", "records_duplicate")
     description = "Byzantine-proof Multi-Agent UCB (Alg. 3): trimmed means of all rewards heard within gamma hops"
     fields = {
         "epsilon": P.real(1e-3, low=0.0, high=0.5, high_open=True,

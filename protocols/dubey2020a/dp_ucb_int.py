@@ -21,6 +21,7 @@ class IsolatedDPUCBInt(Trials):
     """
 
     name = "dp-ucb-int"
+    columns = ("epsilon_spent", "releases")
     description = "DP-UCB-INT (interval mechanism) on every agent in isolation (baseline)"
     requires_connected = False
     fields = {"epsilon": epsilon_field(), "v": v_field()}

@@ -23,6 +23,7 @@ class PrivateMultiAgentUCB(Trials):
     """
 
     name = "dubey2020a-private"
+    columns = ("gamma", "epsilon_spent", "releases", "records_forwarded", "records_duplicate")
     description = "Private Multi-Agent UCB (Alg. 1-2): interval mechanism + LOCAL messages with life gamma"
     fields = {"epsilon": epsilon_field(), "v": v_field(), "gamma": gamma_field()}
     kind = "dubey2020a-means"

@@ -105,6 +105,8 @@ class CentralizedFedUCB(Protocol):
     """Alg. 1 with a controller node; see the module docstring."""
 
     name = "feducb"
+    columns = ("threshold_D", "sync_requests", "tree_depth", "rho_min", "rho_max", "kappa", "epsilon_spent",
+               "comm_bound_prop1")
     description = "centralized FedUCB (dubey2020 Alg. 1): private federated OFUL with log-det synchronisation"
     fields: ClassVar[Mapping[str, P.Field]] = {
         **FIELDS,

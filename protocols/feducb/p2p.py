@@ -86,6 +86,8 @@ class DecentralizedFedUCB(Protocol):
     """Sec. 4.2 (appendix): gamma round-robin estimators, requests and replies over LOCAL."""
 
     name = "feducb-p2p"
+    columns = ("threshold_D", "sync_requests", "sync_replies", "tree_depth", "rho_min", "rho_max", "kappa",
+               "epsilon_spent", "mean_neighbourhood", "comm_bound_prop1")
     description = "decentralized FedUCB (dubey2020 Sec. 4.2): gamma subsampled estimators, LOCAL-protocol sync"
     fields = {**FIELDS, "gamma": P.integer(1, low=1, doc="time-to-live of messages = number of estimators")}
     servers = 0

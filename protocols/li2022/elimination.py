@@ -36,6 +36,8 @@ class Elimination(Protocol):
 
     requires_connected = True
     crash_states = ("kept", "lost")
+    columns = ("epsilon_spent", "rounds_completed", "t_delay_total", "t_delay_mean", "t_delay_max", "active_arms",
+               "identified_arm", "correct")
 
     @classmethod
     def check(cls, scenario) -> None:
@@ -227,6 +229,11 @@ class Elimination(Protocol):
 
     def server_restarted(self, state: str) -> None:
         """The server is back (protocols with a server)."""
+
+    def unfinished(self) -> str | None:
+        if self.final_arm >= 0:
+            return None
+        return f"horizon reached in epoch {len(self.t_delays) + 1} before the last epoch identified an arm"
 
     def results(self) -> dict[str, float]:
         best = self.sim.bandit.best_arm

@@ -22,6 +22,7 @@ class HDPMAB(Elimination):
     """Alg. 5 with sink agents (Alg. 4) and SAC collection inside components."""
 
     name = "hdp-mab"
+    columns = (*Elimination.columns, "sink_t_delay")
     description = "hybrid private elimination: sink agents collect, the server aggregates (li2022 Alg. 4-5)"
     servers = 1
     fields: ClassVar[Mapping[str, P.Field]] = {

@@ -58,6 +58,9 @@ class MultiAgentBAI(Protocol):
     bandit_kinds = ("bernoulli", "gaussian")
     voting = True
     crash_states = ("kept", "lost")
+    columns = ("sample_complexity", "rounds_simulated", "identified_arm", "correct", "votes_sent", "votes_corrupted",
+               "local_eliminations", "global_eliminations", "vote_threshold", "agents_done", "agents_correct",
+               "deadlock")
 
     @classmethod
     def check(cls, scenario: Any) -> None:
@@ -268,6 +271,11 @@ class MultiAgentBAI(Protocol):
         self.sim.stop(reason)
 
     # ---------------------------------------------------------------- results
+    def unfinished(self) -> str | None:
+        if self.finished:
+            return None
+        return f"horizon reached with {int(self.global_set.sum())} arms still in the global set"
+
     def results(self) -> dict[str, Any]:
         means = self.sim.bandit.means
         best = float(means.max())
@@ -278,10 +286,11 @@ class MultiAgentBAI(Protocol):
         else:
             simulated = self.rounds_done
         return {
-            "sample_complexity": self.sample_complexity,
+            # undefined (NaN) when the run ended first: status "unfinished" says why
+            "sample_complexity": self.sample_complexity if self.finished else float("nan"),
             "rounds_simulated": simulated,
             "identified_arm": self.identified,
-            "correct": int(bool(ok)),
+            "correct": int(bool(ok)) if self.finished else float("nan"),
             "votes_sent": self.votes_sent,
             "votes_corrupted": self.votes_corrupted,
             "local_eliminations": self.local_eliminations,

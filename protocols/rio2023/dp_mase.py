@@ -19,6 +19,7 @@ class DPMASE(MultiAgentBAI):
     """DP-MASE (Alg. 2) with the DP local elimination of appendix Alg. 4."""
 
     name = "dp-mase"
+    columns = (*MultiAgentBAI.columns, "epsilon", "max_epoch")
     description = "rio2023 DP-MASE: multi-agent successive elimination with eps-DP communications"
     bandit_kinds = ("bernoulli",)
     fields: ClassVar[dict[str, P.Field]] = {

@@ -76,6 +76,7 @@ class CorruptedElimination(_SuccessiveElimination):
     """CORRUPTED ELIMINATION (Alg. 3): local SE with failure eta_xi (Prop. 5.1), votes kept w.p. 1 - xi."""
 
     name = "corrupted-elimination"
+    columns = (*MultiAgentBAI.columns, "eta_xi")
     description = "rio2023 CORRUPTED ELIMINATION: (eps, eta)-private multi-agent BAI with corrupted votes"
     fields: ClassVar[dict[str, P.Field]] = {
         **COMMON,

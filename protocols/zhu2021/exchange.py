@@ -64,6 +64,8 @@ REQUEST = "zhu2021-theta"
 REPLY = "zhu2021-theta-reply"
 RETRIES = 3
 BACKOFF_CAP = 64.0
+#: what :attr:`PairwiseExchange.counts` counts (``trials.csv`` columns ``exchanges_<name>``)
+EXCHANGE_COUNTS = ("started", "completed", "refused", "retransmitted", "abandoned", "late", "ignored")
 
 
 class PairwiseExchange:
@@ -87,8 +89,7 @@ class PairwiseExchange:
         self.awaited: dict[tuple[int, int], np.ndarray] = {}       # (u, k) -> a, until k's first reply
         self.answered: dict[tuple[int, int], tuple[int, object]] = {}  # (v, u) -> (k, b or None)
         self.numbers = Sequencer()
-        self.counts = dict.fromkeys(("started", "completed", "refused", "retransmitted", "abandoned", "late",
-                                     "ignored"), 0)
+        self.counts = dict.fromkeys(EXCHANGE_COUNTS, 0)
         sim.network.subscribe_batch(REQUEST, self._on_request)
         sim.network.subscribe_batch(REPLY, self._on_reply)
 

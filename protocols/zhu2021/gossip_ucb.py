@@ -85,7 +85,7 @@ from netsim.network import Message
 from netsim.protocol import Protocol
 from netsim.registry import register_protocol
 from protocols.privacy.tree import BinaryTreeCounter
-from protocols.zhu2021.exchange import PairwiseExchange
+from protocols.zhu2021.exchange import EXCHANGE_COUNTS, PairwiseExchange
 from protocols.zhu2021.gossip import gossip_lambda2, gossip_update
 from protocols.zhu2021.rules import (
     confidence_bound,
@@ -118,6 +118,8 @@ class GossipUCB(Protocol):
     servers = 0
     bandit_kinds = ("bernoulli", "gaussian", "heterogeneous", "csv", "diabetes")
     crash_states = ("kept", "lost")
+    columns = ("lambda2", "epsilon_spent", "noise_terms", "gossip_exchanges", "ntilde_reads", "forced_pulls",
+               "late_best_fraction", *(f"exchanges_{k}" for k in EXCHANGE_COUNTS))
 
     @classmethod
     def check(cls, scenario: Any) -> None:

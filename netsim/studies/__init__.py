@@ -1,0 +1,88 @@
+"""Studies: several scenarios (variants) run side by side, a grid, scales, and the figures of a paper.
+
+A study file (:mod:`.spec`) lists variants (a scenario plus overrides each; protocols and keys
+may differ), an optional grid applied to every variant, two scales (``quick``: about a minute;
+``paper``: the paper's own size where this machine allows) and figure specs. Running a study at
+a scale (:func:`run`) validates every variant at every grid point and every figure first
+(:mod:`.plan`), then runs the missing units through the sweep store (``OUT/units``: resumable,
+any executor), and builds one tidy table (:mod:`.tables`). Saving the results
+(:meth:`netsim.Results.save`) writes the tables, ``meta.json``, the figures (:mod:`.figures`:
+PNG, SVG and the plotted data as CSV) and ``report.html`` (:mod:`.report`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from netsim import runner
+from netsim.studies.plan import StudyPlan, StudyPoint, StudyUnit, plan
+from netsim.studies.spec import DEFAULT_STUDY, KINDS, SCALES, Figure, Scale, Study, Variant, bundled, load
+from netsim.studies.tables import HEADLINE
+
+__all__ = ["DEFAULT_STUDY", "KINDS", "SCALES", "Figure", "Scale", "Study", "StudyPlan", "StudyPoint", "StudyUnit",
+           "Variant", "bundled", "draw_folder", "load", "metrics", "plan", "run", "study_from_meta"]
+
+
+def metrics(study: Study) -> list[str]:
+    """The summary's metrics: the headline columns, then every figure's metrics."""
+    out = list(HEADLINE)
+    for figure in study.figures:
+        for metric in (*figure.metrics, figure.x if figure.kind == "tradeoff" else ""):
+            if metric and metric not in out:
+                out.append(metric)
+    return out
+
+
+def run(plan_: StudyPlan, out: Path, *, executor: runner.Executor, progress: bool | None = None,
+        started: str = "", argv: list[str] | None = None):
+    """Run the units of ``plan_`` missing from ``out/units``; return the study's :class:`~netsim.Results`."""
+    from netsim import results as R
+    from netsim import sweeps as W
+    from netsim.api import stamp
+    from netsim.resultset import Results
+    from netsim.studies.tables import tables
+    from netsim.sweeps.store import plain_default
+
+    outcome = W.run(plan_, out, executor=executor, progress=progress)
+    frames = tables(plan_, outcome.results)
+    meta: dict[str, Any] = {
+        "study": plan_.describe(), "study_text": plan_.study.text,
+        "points": [{"point": p.index, "variant": p.variant, "scenario": p.scenario.name,
+                    "protocol": p.scenario.protocol["name"], **p.params, "seed_key": list(p.key)}
+                   for p in plan_.points],
+        "units": outcome.total, "units_reused": outcome.reused, "units_run": outcome.ran,
+        "executor": executor.name, "versions": R.versions(), "git_revision": R.git_revision(),
+        "command": list(argv if argv is not None else sys.argv), "started": started, "finished": stamp(),
+    }
+    meta = json.loads(json.dumps(meta, default=plain_default))
+    return Results.from_tables("study", {"trials": frames["study"], "agents": frames["study_agents"],
+                                         "timeseries": frames["study_timeseries"]}, meta,
+                               params=plan_.study.parameters())
+
+
+def study_from_meta(meta: dict[str, Any]) -> Study:
+    """The study a folder was run from, as it was then (``meta.json`` keeps the file's text)."""
+    from netsim.studies.spec import parse
+
+    text = meta["study_text"]
+    return parse(tomllib.loads(text), path=Path(meta["study"]["file"]), text=text)
+
+
+def draw_folder(folder: Path, results: Any) -> list[Path]:
+    """Draw the figures and ``report.html`` of a study's results into ``folder``."""
+    from netsim.results import atomic_write
+    from netsim.studies import report
+    from netsim.studies.figures import write_figures
+    from netsim.studies.tables import summary
+
+    study = study_from_meta(results.meta)
+    tables = results.tables()
+    written = write_figures(folder, study, tables, int(results.meta["study"]["trials"]))
+    page = report.render(folder, study, results.meta, summary(results.trials, metrics(study), results.params))
+    path = folder / "report.html"
+    atomic_write(path, page.encode())
+    return [*written, path]
