@@ -66,7 +66,8 @@ _NONNEG = dict(low=0.0)
 MODELS: dict[str, dict[str, P.Field]] = {
     "constant": {"value": P.real(low=0.0, doc="the value")},
     "uniform": {"low": P.real(**_NONNEG), "high": P.real(**_NONNEG)},
-    "exponential": {"mean": P.real(low=0.0, low_open=True)},
+    # mean = 0 is the degenerate law (every delay 0): the zero point of a delay sweep
+    "exponential": {"mean": P.real(low=0.0)},
     "lognormal": {"mean": P.real(low=0.0, low_open=True), "sigma": P.real(low=0.0)},
     "bernoulli": {"p": P.probability()},
     "normal": {"mean": P.real(), "sigma": P.real(low=0.0)},

@@ -79,8 +79,8 @@ def figure_data(figure: Figure, tables: Mapping[str, pd.DataFrame]) -> pd.DataFr
         xs = summarise(rows, by, figure.x, "x_")
         ys = summarise(rows, by, figure.y, "y_")
         data = xs.merge(ys, on=by)
-        labels = all_rows.drop_duplicates("point").set_index("point")
-        data.insert(3, "label", [_point_label(labels.loc[p], figure) for p in data["point"]])
+        points = all_rows.drop_duplicates("point").set_index("point")
+        data.insert(3, "label", [_point_label(points, p) for p in data["point"]])
         data["pareto"] = False
         for facet in data["_facet"].unique():
             here = data["_facet"] == facet
@@ -100,9 +100,15 @@ def figure_data(figure: Figure, tables: Mapping[str, pd.DataFrame]) -> pd.DataFr
     return data.rename(columns={"_facet": "facet", "_hue": "hue", figure.x: "x"}).reset_index(drop=True)
 
 
-def _point_label(row: pd.Series, figure: Figure) -> str:
-    """A trade-off point's label: its variant, and the grid values that are not its hue."""
-    return str(row["variant"]) if not figure.hue or figure.hue == "variant" else f"{row['variant']}, {row['_hue']}"
+def _point_label(points: pd.DataFrame, point: int) -> str:
+    """A trade-off point's label: its variant, and the parameters that vary between that variant's points."""
+    columns = list(points.columns)
+    params = columns[columns.index("variant") + 1: columns.index("point")] if "point" in columns else \
+        columns[columns.index("variant") + 1: columns.index("scenario")]
+    row = points.loc[point]
+    same = points[points["variant"] == row["variant"]]
+    varying = [f"{key}={row[key]}" for key in params if same[key].nunique() > 1]
+    return f"{row['variant']} ({', '.join(varying)})" if varying else str(row["variant"])
 
 
 # ---------------------------------------------------------------------- drawing
@@ -127,7 +133,7 @@ def draw(figure: Figure, data: pd.DataFrame, study: Study, trials: int) -> MplFi
             ax.set_title(f"{figure.facet} = {facet}", fontsize=10)
         if figure.logy:
             ax.set_yscale("log")
-        if figure.logx and figure.kind != "final" or figure.kind == "loglog":
+        if figure.logx:
             ax.set_xscale("log")
         if len(hues) > 1 or figure.kind in ("tradeoff", "loglog"):
             ax.legend(fontsize=8, title=figure.hue if figure.hue and figure.hue != "variant" else None,
@@ -193,7 +199,7 @@ def _tradeoff(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], colo
         yerr = np.vstack([points["y_mean"] - points["y_lo"], points["y_hi"] - points["y_mean"]])
         ax.errorbar(points["x_mean"], points["y_mean"], xerr=xerr, yerr=yerr, color=colours[hue], marker="o",
                     markersize=5, capsize=2, linestyle="none", label=_legend(hue, points))
-        if not figure.hue or figure.hue == "variant":
+        if len(data) <= 12:  # beyond that, labels would hide the points: the CSV has them
             for _, point in points.iterrows():
                 ax.annotate(point["label"], (point["x_mean"], point["y_mean"]), textcoords="offset points",
                             xytext=(4, 4), fontsize=7)

@@ -50,8 +50,3 @@ def check_figures(plan: StudyPlan) -> None:
                 variants = ", ".join(dict.fromkeys(p.variant for p in drawn))
                 raise InputError(f"figure {figure.name!r}: metric {metric!r} is produced by none of its variants "
                                  f"({variants}); accepted: {accepted}", source=study.path)
-        for column in (figure.x, figure.hue, figure.facet):
-            if column in ("variant", "time", "") or "." in column or figure.kind == "tradeoff" and column == figure.x:
-                continue
-            raise InputError(f"figure {figure.name!r}: column {column!r}; accepted: 'variant', a grid key or a "
-                             "dotted scenario key", source=study.path)

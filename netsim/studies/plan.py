@@ -119,8 +119,8 @@ def plan(study: Study, scale: str = "quick", *, trials: int | None = None) -> St
         base = variant_overrides(variant, chosen)
         for combo in combos:
             assignments = dict(zip(study.grid, combo))
-            where = f"variant {variant.name!r}" + (f" at {', '.join(f'{k}={toml_value(v)}' for k, v in assignments.items())}"
-                                                   if assignments else "")
+            at = ", ".join(f"{k}={toml_value(v)}" for k, v in assignments.items())
+            where = f"variant {variant.name!r}" + (f" at {at}" if at else "")
             try:
                 scenario = S.load(variant.scenario, {**base, **assignments, "run.trials": trials,
                                                      "run.seed": study.seed})

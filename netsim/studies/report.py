@@ -74,8 +74,8 @@ def render(folder: Path, study: Study, meta: Mapping[str, Any], summary: pd.Data
              ("run now / found in the store", f"{meta.get('units_run', '')} / {meta.get('units_reused', '')}"),
              ("executor", meta.get("executor", "")), ("started", meta.get("started", "")),
              ("finished", meta.get("finished", ""))]
-    parts.append("<table>" + "".join(f"<tr><th>{_escape(k)}</th><td>{_escape(v)}</td></tr>" for k, v in facts if v != "")
-                 + "</table>")
+    rows = "".join(f"<tr><th>{_escape(k)}</th><td>{_escape(v)}</td></tr>" for k, v in facts if v != "")
+    parts.append(f"<table>{rows}</table>")
     if study.description:
         parts.append(_paragraphs(study.description))
     if scale is not None and scale.note:

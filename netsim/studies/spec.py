@@ -350,20 +350,21 @@ def _figure(index: int, raw: Any, variants: Sequence[str], source: str) -> Figur
     elif not x:
         raise InputError(f"a {kind} figure needs x; accepted: 'variant', a grid key or a dotted scenario key",
                          source=source, key=f"{where}.x")
-    if kind == "loglog" and x == "variant":
-        raise InputError("x 'variant' is not a number; accepted: a numeric grid key or dotted scenario key",
-                         source=source, key=f"{where}.x")
+    if (kind == "loglog" or values["logx"]) and x == "variant":
+        raise InputError("x 'variant' is not a number (no log axis); accepted: a numeric grid key or dotted "
+                         "scenario key", source=source, key=f"{where}.x")
     hue = values["hue"] or ("" if x == "variant" else "variant")
     for name in values["variants"]:
         if name not in variants:
             raise InputError(f"no variant {P.bounded_repr(name)}; accepted: {', '.join(variants)}", source=source,
                              key=f"{where}.variants")
-    for column in (values["hue"], values["facet"], values["x"]):
-        if column and column not in RESERVED and "." not in column and kind != "tradeoff":
+    columns = {"hue": values["hue"], "facet": values["facet"]} | ({} if kind == "tradeoff" else {"x": values["x"]})
+    for key, column in columns.items():
+        if column and column not in RESERVED and "." not in column:
             raise InputError(f"{P.bounded_repr(column)}: accepted: 'variant', a grid key or a dotted scenario key",
-                             source=source, key=where)
-    name = values["name"] or f"{kind}-{y}" + (f"-by-{x.rsplit('.', 1)[-1]}" if kind in ("final", "loglog")
-                                                    else "")
-    return Figure(name=name, kind=kind, y=y, x=x, metrics=metrics, hue=hue, facet=values["facet"], variants=values["variants"],
-                  title=values["title"], logy=values["logy"], logx=values["logx"] or kind == "loglog",
-                  caption=values["caption"])
+                             source=source, key=f"{where}.{key}")
+    name = values["name"] or f"{kind}-{y}" + (f"-by-{x.rsplit('.', 1)[-1]}" if kind in ("final", "loglog") else "")
+    logged = kind == "loglog"
+    return Figure(name=name, kind=kind, y=y, x=x, metrics=metrics, hue=hue, facet=values["facet"],
+                  variants=values["variants"], title=values["title"], logy=values["logy"] or logged,
+                  logx=values["logx"] or logged, caption=values["caption"])

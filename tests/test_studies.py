@@ -1,0 +1,419 @@
+"""Studies: the file format, its refusals, the statistics, each figure kind's data and drawing,
+the CLI and the Python API, resumption, common random numbers and unfinished trials.
+
+Figure contents are checked against an independent computation from ``study.csv`` (pandas
+group-bys and scipy's Student-t interval), not against the module that draws them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+import netsim
+from netsim import studies
+from netsim.cli import main
+from netsim.results import SERIES_COLUMNS, TRIAL_COLUMNS
+from netsim.studies import figures as SF
+from netsim.studies.stats import interval, pareto, slope
+
+STUDY = """
+title = "tiny"
+seed = 3
+
+[scale.quick]
+trials = 3
+set = { "run.horizon" = 120, "run.checkpoints" = 6 }
+note = "tiny"
+
+[scale.paper]
+trials = 5
+note = "less tiny"
+
+[grid]
+"network.agents" = [3, 6]
+
+[[variant]]
+name = "isolated"
+scenario = "quickstart"
+
+[[variant]]
+name = "pooled"
+scenario = "quickstart"
+set = { "protocol.name" = "central-ucb" }
+
+[[variant]]
+name = "flooding"
+scenario = "quickstart"
+set = { "protocol.name" = "dubey2020a-private", "protocol.epsilon" = inf, "protocol.gamma" = 1 }
+
+[[figure]]
+name = "over-time"
+kind = "series"
+y = "group_regret"
+facet = "network.agents"
+
+[[figure]]
+name = "final"
+kind = "final"
+x = "network.agents"
+y = "group_regret"
+
+[[figure]]
+name = "side-by-side"
+kind = "final"
+x = "variant"
+y = ["group_regret", "messages_sent"]
+
+[[figure]]
+name = "tradeoff"
+kind = "tradeoff"
+
+[[figure]]
+name = "loglog"
+kind = "loglog"
+x = "network.agents"
+y = "messages_sent"
+variants = ["flooding"]
+"""
+
+
+def write(tmp_path: Path, text: str = STUDY, name: str = "tiny.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """The tiny study run once through the command line; returns its folder."""
+    folder = tmp_path_factory.mktemp("study")
+    path = write(folder)
+    assert main(["study", str(path), "--out", str(folder / "out"), "--quiet"]) == 0
+    return folder / "out"
+
+
+def figure_csv(folder: Path, name: str) -> pd.DataFrame:
+    """A figure's plotted data (its group labels are strings, as the legends show them)."""
+    return pd.read_csv(folder / "figures" / f"{name}.csv", dtype={"facet": str, "hue": str})
+
+
+def expected_interval(values: np.ndarray) -> tuple[float, float, float]:
+    """Mean and 95 % t interval from scipy (independent of netsim.studies.stats)."""
+    values = values[~np.isnan(values)]
+    mean = float(values.mean())
+    if len(values) == 1 or np.all(values == values[0]):  # scipy's interval of a zero spread is NaN
+        return mean, mean, mean
+    lo, hi = sps.t.interval(0.95, len(values) - 1, loc=mean, scale=sps.sem(values))
+    return mean, float(lo), float(hi)
+
+
+# ---------------------------------------------------------------------- statistics, by hand
+def test_interval_matches_hand_computation():
+    # [1, 2, 3, 4]: mean 2.5, s = sqrt(5/3) = 1.29099, t(0.975, 3) = 3.182446, half = 3.182446 * 1.29099 / 2
+    mean, lo, hi, n = interval([1.0, 2.0, 3.0, 4.0, math.nan])
+    assert (mean, n) == (2.5, 4)
+    assert hi - mean == pytest.approx(3.182446305 * math.sqrt(5 / 3) / 2, rel=1e-9)
+    assert mean - lo == pytest.approx(hi - mean)
+    assert interval([7.0]) == (7.0, 7.0, 7.0, 1)
+    assert interval([math.nan])[3] == 0
+
+
+def test_pareto_front_by_hand():
+    x = [1.0, 2.0, 3.0, 2.0, 0.5, math.nan]
+    y = [5.0, 3.0, 4.0, 3.0, 6.0, 0.0]
+    # (3, 4) is beaten by (2, 3); the two (2, 3) do not beat each other; NaN is never on the front
+    assert list(pareto(x, y)) == [True, True, False, True, True, False]
+
+
+def test_slope_of_a_power_law():
+    x = np.array([2.0, 4.0, 8.0, 16.0])
+    assert slope(x, 3 * x ** 1.5) == pytest.approx(1.5)
+    assert math.isnan(slope([1.0], [1.0]))
+
+
+# ---------------------------------------------------------------------- the files a study writes
+def test_study_folder_holds_tables_figures_and_report(tiny):
+    for name in ("study.csv", "study_agents.csv", "study_timeseries.csv", "meta.json", "report.html"):
+        assert (tiny / name).is_file(), name
+    for figure in ("over-time", "final", "side-by-side", "tradeoff", "loglog"):
+        for ext in ("png", "svg", "csv"):
+            assert (tiny / "figures" / f"{figure}.{ext}").stat().st_size > 0
+    table = pd.read_csv(tiny / "study.csv")
+    assert list(table.columns[:6]) == ["study", "variant", "network.agents", "point", "scenario", "protocol"]
+    assert list(table.columns[4:4 + len(TRIAL_COLUMNS)]) == TRIAL_COLUMNS
+    assert len(table) == 3 * 2 * 3  # variants x grid points x trials
+    assert set(table["protocol"]) == {"ucb1", "central-ucb", "dubey2020a-private"}
+    assert sorted(set(table["network.agents"])) == [3, 6]
+    assert (table["agents"] == table["network.agents"]).all()
+    series = pd.read_csv(tiny / "study_timeseries.csv")
+    assert list(series.columns[:5]) == ["study", "variant", "network.agents", "point", "trial"]
+    meta = json.loads((tiny / "meta.json").read_text())
+    assert meta["study"]["scale"] == "quick" and meta["units"] == 18 and "[[variant]]" in meta["study_text"]
+
+
+def test_series_data_matches_an_independent_computation(tiny):
+    data = figure_csv(tiny, "over-time")
+    series = pd.read_csv(tiny / "study_timeseries.csv")
+    assert set(data["facet"]) == {"3", "6"} and set(data["hue"]) == {"isolated", "pooled", "flooding"}
+    for (agents, variant, time), group in series.groupby(["network.agents", "variant", "time"]):
+        row = data[(data["facet"] == str(agents)) & (data["hue"] == variant) & (data["time"] == time)]
+        assert len(row) == 1
+        mean, lo, hi = expected_interval(group["group_regret"].to_numpy())
+        assert row[["mean", "lo", "hi"]].to_numpy()[0] == pytest.approx([mean, lo, hi])
+        assert row["n"].item() == 3
+    assert len(data) == 2 * 3 * series["time"].nunique()
+
+
+def test_final_and_panels_data_match_an_independent_computation(tiny):
+    table = pd.read_csv(tiny / "study.csv")
+    data = figure_csv(tiny, "final")
+    assert list(data["x"]) == [3, 6] * 3  # sorted by x within each curve
+    for (variant, agents), group in table.groupby(["variant", "network.agents"]):
+        row = data[(data["hue"] == variant) & (data["x"] == agents)]
+        assert row[["mean", "lo", "hi"]].to_numpy()[0] == pytest.approx(expected_interval(
+            group["group_regret"].to_numpy()))
+        assert row["unfinished"].item() == 0 and row["failed"].item() == 0
+    panels = figure_csv(tiny, "side-by-side")
+    assert set(panels["facet"]) == {"group_regret", "messages_sent"}
+    # x = variant pools the two grid points (6 trials per variant)
+    for (metric, variant), row in panels.set_index(["facet", "x"]).iterrows():
+        values = table.loc[table["variant"] == variant, metric].to_numpy(dtype=float)
+        assert [row["mean"], row["lo"], row["hi"]] == pytest.approx(expected_interval(values))
+        assert row["n"] == 6
+
+
+def test_tradeoff_points_and_pareto_front(tiny):
+    table = pd.read_csv(tiny / "study.csv")
+    data = figure_csv(tiny, "tradeoff")
+    assert len(data) == 6  # one point per variant and grid point
+    for _, row in data.iterrows():
+        group = table[table["point"] == row["point"]]
+        assert row["label"] == f"{group['variant'].iloc[0]} (network.agents={group['network.agents'].iloc[0]})"
+        assert [row["x_mean"], row["x_lo"], row["x_hi"]] == pytest.approx(expected_interval(
+            group["comm_cost"].to_numpy(dtype=float)))
+        assert [row["y_mean"], row["y_lo"], row["y_hi"]] == pytest.approx(expected_interval(
+            group["group_regret"].to_numpy(dtype=float)))
+    # independent front: a point is on it when no other point is at most as costly and as regretful
+    xs, ys = data["x_mean"].to_numpy(), data["y_mean"].to_numpy()
+    for i in range(len(data)):
+        beaten = any(xs[j] <= xs[i] and ys[j] <= ys[i] and (xs[j] < xs[i] or ys[j] < ys[i]) for j in range(len(data)))
+        assert data["pareto"].iloc[i] == (not beaten)
+    # among the points that send nothing, the one of lowest regret is on the front
+    free = data[data["x_mean"] == data["x_mean"].min()]
+    assert data.loc[free["y_mean"].idxmin(), "pareto"]
+
+
+def test_loglog_slope_and_selected_variants(tiny):
+    data = figure_csv(tiny, "loglog")
+    assert set(data["hue"]) == {"flooding"} and list(data["x"]) == [3, 6]
+    assert data["slope"].iloc[0] == pytest.approx(math.log(data["mean"].iloc[1] / data["mean"].iloc[0]) / math.log(2))
+
+
+def test_drawn_axes_show_the_data(tiny):
+    study = studies.load(json.loads((tiny / "meta.json").read_text())["study"]["file"])
+    tables = netsim.Results.load(tiny).tables()
+    drawn = {}
+    for figure in study.figures:
+        data = SF.figure_data(figure, tables)
+        drawn[figure.name] = (data, SF.draw(figure, data, study, trials=3))
+    data, canvas = drawn["over-time"]
+    axes = [ax for ax in canvas.axes if ax.get_visible()]
+    assert len(axes) == 2 and [ax.get_title() for ax in axes] == ["network.agents = 3", "network.agents = 6"]
+    assert [len(ax.get_lines()) for ax in axes] == [3, 3]
+    assert axes[0].get_xlabel() == "time (slots)" and axes[0].get_ylabel() == "group pseudo-regret"
+    line = axes[0].get_lines()[0]
+    curve = data[(data["facet"] == "3") & (data["hue"] == line.get_label())].sort_values("time")
+    assert np.allclose(line.get_ydata(), curve["mean"])
+    _, canvas = drawn["side-by-side"]
+    assert [ax.get_ylabel() for ax in canvas.axes if ax.get_visible()] == ["group pseudo-regret", "messages sent"]
+    assert [t.get_text() for t in canvas.axes[0].get_xticklabels()] == ["isolated", "pooled", "flooding"]
+    _, canvas = drawn["loglog"]
+    ax = canvas.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert "slope" in ax.get_legend().get_texts()[0].get_text()
+    _, canvas = drawn["tradeoff"]
+    labels = [t.get_text() for t in canvas.axes[0].get_legend().get_texts()]
+    assert "Pareto front (lower is better)" in labels
+    assert {t.get_text() for t in canvas.axes[0].texts} == {f"{v} (network.agents={m})" for v in
+                                                            ("isolated", "pooled", "flooding") for m in (3, 6)}
+
+
+# ---------------------------------------------------------------------- running, resuming, API
+def test_rerun_reuses_every_unit_and_gives_the_same_tables(tiny, tmp_path, capsys):
+    before = (tiny / "study.csv").read_bytes()
+    meta = json.loads((tiny / "meta.json").read_text())
+    assert main(["study", meta["study"]["file"], "--out", str(tiny), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "18 unit(s) found in the store, 0 run now" in err
+    assert (tiny / "study.csv").read_bytes() == before
+
+
+def test_python_api_gives_the_command_line_tables(tiny):
+    meta = json.loads((tiny / "meta.json").read_text())
+    results = netsim.study(meta["study"]["file"], scale="quick")
+    assert results.kind == "study" and results.params == ["network.agents"]
+    cli = netsim.Results.load(tiny)
+    for name, frame in results.tables().items():
+        assert frame.to_csv(index=False) == cli.tables()[name].to_csv(index=False), name
+    assert {"study", "variant", "scenario", "protocol", "network.agents"} <= set(results.timeseries.columns)
+    summary = results.summary()
+    assert list(summary["variant"]) == ["isolated"] * 2 + ["pooled"] * 2 + ["flooding"] * 2
+    assert {"group_regret", "group_regret ±", "unfinished", "failed"} <= set(summary.columns)
+
+
+def test_plot_redraws_a_study_folder(tiny, capsys):
+    (tiny / "figures" / "final.png").unlink()
+    (tiny / "report.html").unlink()
+    assert main(["plot", str(tiny)]) == 0
+    assert (tiny / "figures" / "final.png").is_file() and (tiny / "report.html").is_file()
+
+
+def test_variants_at_one_grid_point_share_reward_draws(tmp_path):
+    """Common random numbers: the same protocol at a shorter horizon sees the same run up to it."""
+    path = write(tmp_path, """
+        [scale.quick]
+        trials = 2
+        [scale.paper]
+        trials = 2
+        [[variant]]
+        name = "long"
+        scenario = "quickstart"
+        set = { "run.horizon" = 400, "run.checkpoints" = 4 }
+        [[variant]]
+        name = "short"
+        scenario = "quickstart"
+        set = { "run.horizon" = 200, "run.checkpoints" = 2 }
+        """)
+    series = netsim.study(path).timeseries
+    long = series[(series["variant"] == "long") & (series["time"] <= 200)].set_index(["trial", "time"])
+    short = series[series["variant"] == "short"].set_index(["trial", "time"])
+    assert np.array_equal(long["group_regret"].to_numpy(), short["group_regret"].to_numpy())
+    assert series.groupby("trial")["group_regret"].max().nunique() == 2  # two trials, two different runs
+
+
+# ---------------------------------------------------------------------- unfinished trials
+def test_unfinished_trials_are_counted_not_averaged(tmp_path, capsys):
+    out = tmp_path / "run"
+    # li2022 Fig. 8's CDP-MAB needs about 3,000 slots to reach its last epoch: 300 is too short
+    assert main(["run", "li2022-fig8-homogeneous", "--set", "run.horizon=300", "--trials", "2", "--out", str(out),
+                 "--no-plots", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "trials: 2 (2 unfinished)" in printed and "before the last epoch identified an arm" in printed
+    table = pd.read_csv(out / "trials.csv")
+    assert (table["status"] == "unfinished").all() and table["correct"].isna().all()
+    summary = netsim.Results.load(out).summary()
+    assert summary.loc["correct", "n"] == 0 and summary.loc["group_regret", "n"] == 2
+
+
+def test_rio2023_unfinished_run_has_no_sample_complexity():
+    results = netsim.run("rio2023-fig2-problem1", trials=1, set={"run.horizon": 50})
+    row = results.trials.iloc[0]
+    assert row["status"] == "unfinished" and math.isnan(row["sample_complexity"]) and math.isnan(row["correct"])
+
+
+# ---------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("change,needles", [
+    (('name = "pooled"', 'name = "pooled"\nscenaro = "x"'), ["tiny.toml", "variant 'pooled'.scenaro", "did you mean"]),
+    (('"protocol.name" = "central-ucb"', '"protocol.name" = "central-ucb", "protocol.epsilon" = 1'),
+     ["tiny.toml", "variant 'pooled'", "protocol.epsilon"]),
+    (('y = "messages_sent"\nvariants', 'y = "sample_complexity"\nvariants'),
+     ["tiny.toml", "figure 'loglog'", "sample_complexity", "none of its variants"]),
+    (('"network.agents" = [3, 6]', '"network.agents" = [3, 6]\n"protocol.gamma" = [1, 2]'),
+     ["tiny.toml", "variant 'isolated'", "protocol.gamma"]),
+    (('kind = "tradeoff"', 'kind = "scatter"'), ["tiny.toml", "figure 4.kind", "series"]),
+    (('set = { "protocol.name" = "central-ucb" }', 'set = { protocol = { name = "central-ucb" } }'),
+     ["tiny.toml", "variant 'pooled'.set", "quoted dotted keys"]),
+    (('x = "network.agents"\ny = "group_regret"', 'x = "protocol.epsilon"\ny = "group_regret"'),
+     ["tiny.toml", "variant 'isolated'", "protocol.epsilon"]),
+])
+def test_bad_study_is_one_line_exit_2_and_keeps_units(tiny, tmp_path, capsys, change, needles):
+    meta = json.loads((tiny / "meta.json").read_text())
+    stored = sorted((tiny / "units").iterdir())
+    bad = write(tmp_path, Path(meta["study"]["file"]).read_text().replace(*change))
+    assert main(["study", str(bad), "--out", str(tiny), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("netsim: error:"), err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    assert sorted((tiny / "units").iterdir()) == stored
+
+
+def test_unknown_study_and_scale(capsys):
+    assert main(["study", "li2022-fig1O"]) == 2
+    assert "no study file or bundled study named 'li2022-fig1O'" in capsys.readouterr().err
+    assert main(["study", "quickstart", "--scale", "huge"]) == 2
+
+
+# ---------------------------------------------------------------------- bundled studies and protocols
+@pytest.mark.parametrize("name", sorted(studies.bundled()))
+def test_every_bundled_study_plans_at_both_scales(name):
+    study = studies.load(name)
+    assert study.title and study.source and study.figures
+    for scale in ("quick", "paper"):
+        assert study.scales[scale].note, f"{name}: scale {scale} says nothing about its size"
+        plan = studies.plan(study, scale)
+        assert plan.units()
+
+
+def test_protocol_columns_declare_what_results_return():
+    """Every registered protocol's results() keys are among its declared ``columns`` (studies check
+    figure metrics against the declaration before running)."""
+    from benchmarks.reliability import _load
+    from netsim.registry import protocols
+    from netsim.sim import run_trial
+    from netsim.streams import trial_sequence
+
+    for name, cls in protocols.items():
+        scenario = _load(name, ["run.horizon=200"] if name not in {"mase", "dp-mase", "corrupted-elimination",
+                                                                    "feraud2019", "central-se",
+                                                                    "independent-se"} else [])
+        row = run_trial(scenario, trial_sequence(1, 0), 0).row
+        extras = {k for k in row if k not in TRIAL_COLUMNS and not k.startswith("sent_")} - {
+            "dropped_link_down", "dropped_crashed", "duplicated", "reordered"}
+        assert extras <= set(cls.columns), (name, extras - set(cls.columns))
+    assert set(SERIES_COLUMNS) >= {"group_regret", "comm_cost"}
+
+
+# ---------------------------------------------------------------------- the report, in a real browser
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def test_report_opens_in_headless_chromium_with_every_figure_loaded(tiny):
+    """Debian's chromium (``.ci/run`` installs it) driven by Playwright: no console error, no page
+    error, every figure an image the browser decoded, every section present."""
+    import shutil
+
+    browser_path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser_path is None:
+        pytest.skip("no chromium on this machine: install Debian's chromium package (apt-get install chromium), "
+                    "as .ci/run does")
+    from playwright.sync_api import sync_playwright
+
+    problems: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=browser_path, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+            page.goto((tiny / "report.html").resolve().as_uri())
+            page.wait_for_load_state("load")
+            images = page.evaluate("Array.from(document.images).map(i => [i.alt, i.complete, i.naturalWidth])")
+            headings = page.evaluate("Array.from(document.querySelectorAll('h2')).map(h => h.textContent)")
+            title = page.title()
+        finally:
+            browser.close()
+    assert problems == []
+    assert sorted(alt for alt, _, _ in images) == sorted(["over-time", "final", "side-by-side", "tradeoff", "loglog"])
+    assert all(complete and width > 300 for _, complete, width in images), images
+    assert headings == ["Figures", "Summary", "Study file", "meta.json"] and title == "tiny"
