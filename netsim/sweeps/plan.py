@@ -92,12 +92,15 @@ def plan(scenario: str | S.Scenario | None, grid: Sequence[str], *, overrides: S
         raise InputError("--seed and --grid run.seed=... both given; accepted: one of them")
     run_flags = [f"run.trials={base.run['trials']}"] + ([] if sweeps_seed else [f"run.seed={base.run['seed']}"])
     points, seen = [], {}
+    grid_keys = {axis.key for axis in axes}
     for index, combo in enumerate(itertools.product(*(axis.values for axis in axes))):
         sets = [f"{axis.key}={toml_value(value)}" for axis, value in zip(axes, combo)]
         try:
             point_scenario = S.load(scenario, [*overrides, *run_flags, *sets])
         except InputError as exc:
-            raise InputError(f"--grid point {', '.join(sets)}: {exc}") from None
+            hint = ("; protocols whose keys differ are compared side by side in a study (netsim study, "
+                    "docs/studies.md: one variant per protocol)") if "protocol.name" in grid_keys else ""
+            raise InputError(f"--grid point {', '.join(sets)}: {exc}{hint}") from None
         assignments = {axis.key: _resolved_value(point_scenario, axis.key, value) for axis, value in zip(axes, combo)}
         identity = unit_id(point_scenario, assignments, 0)
         if identity in seen:

@@ -1,0 +1,154 @@
+"""Run time of every bundled study: quick scale measured, paper scale estimated from measured trials.
+
+``python -m benchmarks.studies [--only NAME ...] [--no-paper] [--jobs 2]`` writes
+``benchmarks/studies.json`` and the table of bundled studies in ``docs/studies.md``.
+
+* **quick**: ``netsim study NAME --scale quick --jobs 2`` in a child process, wall seconds of the
+  whole command (start-up, every unit, tables, figures, report), all studies one after the other.
+* **paper**: one trial of every variant and grid point at the paper scale, in this process, CPU
+  seconds each. A point whose trial would take long is measured at a fraction of its horizon
+  (``run.horizon / 10``, or ``/ 100`` from 10^6 slots) and its cost scaled linearly in the horizon
+  (the scaling benchmark shows slopes close to 1 in the horizon for every family); runs that end
+  before their horizon (rio2023's identification runs) are always measured whole. The study's
+  paper-scale time with ``--jobs 2`` is then sum over points of trials x CPU s per trial / 2,
+  marked *extrapolated* when any point was scaled from a fraction of its horizon.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import benchmarks  # noqa: F401  (pins BLAS threads before numpy is imported)
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "studies.md"
+BEGIN = "<!-- studies table: written by `python -m benchmarks.studies` -->"
+END = "<!-- end of the studies table -->"
+FULL_BUDGET = 20.0  # CPU s: a point whose estimated full trial costs more is extrapolated from a fraction
+
+
+def quick(name: str, jobs: int) -> dict:
+    """``netsim study NAME --scale quick --jobs JOBS`` in a child process."""
+    with tempfile.TemporaryDirectory() as out:
+        argv = [sys.executable, "-m", "netsim", "study", name, "--scale", "quick", "--jobs", str(jobs), "--quiet",
+                "--out", out]
+        env = {**os.environ, "NETSIM_NO_PROGRESS": "1"}
+        wall = time.perf_counter()
+        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - wall
+        figures = sorted(p.name for p in (Path(out) / "figures").glob("*.png")) if done.returncode == 0 else []
+    error = "" if done.returncode == 0 else (done.stderr.strip().splitlines() or ["?"])[-1][:300]
+    return {"wall_s": round(wall, 1), "exit": done.returncode, "figures": figures, "error": error}
+
+
+def _trial_cpu(scenario, horizon: float | None) -> tuple[float, dict]:
+    from netsim.sim import run_trial
+    from netsim.streams import trial_sequence
+
+    if horizon is not None:
+        from netsim import scenario as S
+
+        scenario = S.load(scenario, {"run.horizon": horizon, "run.checkpoints": 1})
+    start = time.process_time()
+    row = run_trial(scenario, trial_sequence(scenario.run["seed"], 0), 0).row
+    return time.process_time() - start, row
+
+
+def paper(name: str, jobs: int) -> dict:
+    """The paper scale's time with ``jobs`` processes, from one measured trial per point."""
+    from netsim import studies
+
+    plan = studies.plan(studies.load(name), "paper")
+    points, total, extrapolated = [], 0.0, False
+    for point in plan.points:
+        horizon = float(point.scenario.run["horizon"])
+        fraction = horizon / (100 if horizon >= 1e6 else 10)
+        cpu, row = _trial_cpu(point.scenario, fraction)
+        finished_early = row["end_time"] < fraction
+        if finished_early or cpu * horizon / fraction <= FULL_BUDGET:
+            cpu, row = _trial_cpu(point.scenario, None)
+            per_trial, scaled = cpu, False
+        else:
+            per_trial, scaled = cpu * horizon / fraction, True
+        extrapolated |= scaled
+        total += plan.trials * per_trial
+        points.append({"variant": point.variant, "point": point.index, "horizon": horizon,
+                       "trial_cpu_s": round(per_trial, 3), "from_fraction": scaled})
+    return {"trials": plan.trials, "points": len(plan.points), "units": len(plan.points) * plan.trials,
+            "cpu_s": round(total, 1), "wall_min": round(total / jobs / 60, 2), "extrapolated": extrapolated,
+            "by_point": points}
+
+
+def table(results: dict) -> str:
+    from netsim import studies
+
+    lines = ["| study | source | variants x points x trials (paper) | quick: wall s, --jobs 2 | "
+             "paper: minutes with --jobs 2 | how the paper time was obtained |", "|---|---|---|---|---|---|"]
+    quick_total = 0.0
+    for name, row in results["studies"].items():
+        study = studies.load(name)
+        q = row.get("quick", {})
+        quick_total += q.get("wall_s", 0.0)
+        quick_cell = f"{q['wall_s']:g}" if q.get("exit") == 0 else f"not run: {q.get('error', '')}"
+        p = row.get("paper")
+        if p is None:
+            paper_cell, how, size = "-", "not measured", "-"
+        elif "error" in p:
+            paper_cell, how, size = "-", p["error"], "-"
+        else:
+            size = f"{len(study.variants)} x {p['points'] // len(study.variants)} x {p['trials']}"
+            paper_cell = f"{p['wall_min']:,.1f}"
+            how = ("extrapolated from a fraction of the horizon (one trial per point)" if p["extrapolated"]
+                   else "one full trial per point measured, times the trials")
+        lines.append(f"| `{name}` | {study.source or '-'} | {size} | {quick_cell} | {paper_cell} | {how} |")
+    lines.append("")
+    lines.append(f"All quick-scale studies one after the other: **{quick_total / 60:.1f} minutes** wall with "
+                 f"--jobs 2 (measured {results['finished']}, machine: {results['cpus']} CPUs).")
+    return "\n".join(lines)
+
+
+def write_page(results: dict) -> None:
+    text = PAGE.read_text()
+    head = text.split(BEGIN)[0].rstrip("\n")
+    tail = text.split(END, 1)[1] if END in text else "\n"
+    PAGE.write_text(f"{head}\n\n{BEGIN}\n\n{table(results)}\n\n{END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from netsim import studies
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.studies", description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", metavar="NAME", help="this study only (repeatable)")
+    parser.add_argument("--no-paper", action="store_true", help="skip the paper-scale estimates")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--json", default=str(ROOT / "benchmarks" / "studies.json"))
+    args = parser.parse_args(argv)
+    path = Path(args.json)
+    results = json.loads(path.read_text()) if path.exists() else {"studies": {}}
+    for name in args.only or sorted(studies.bundled()):
+        print(f"[studies] {name} ...", file=sys.stderr, flush=True)
+        row = results["studies"].setdefault(name, {})
+        row["quick"] = quick(name, args.jobs)
+        if not args.no_paper:
+            try:
+                row["paper"] = paper(name, args.jobs)
+            except Exception as exc:  # a study that cannot run here (a missing data file) is listed as such
+                row["paper"] = {"error": str(exc).splitlines()[0][:300]}
+        print(f"[studies] {name}: {json.dumps({k: v for k, v in row.items() if k != 'paper'})}", file=sys.stderr)
+    results["studies"] = {k: results["studies"][k] for k in sorted(results["studies"]) if k in studies.bundled()}
+    results["finished"] = time.strftime("%Y-%m-%d")
+    results["cpus"] = os.cpu_count()
+    path.write_text(json.dumps(results, indent=1) + "\n")
+    write_page(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
