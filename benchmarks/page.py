@@ -25,12 +25,6 @@ WHY: dict[str, str] = {
         "regret and pull counts, exact-law reward draws) and the checkpoints to the same numpy update.",
     "events/rounds, DP-MASE":
         "DP-MASE draws each epoch's rewards as one exact-law sum, so a run costs O(epochs + votes).",
-    "events/rounds, CORRUPTED ELIMINATION":
-        "CORRUPTED ELIMINATION tests its elimination condition at every local step (appendix Alg. 4 of "
-        "rio2023), so its rewards cannot be drawn as one sum per epoch: they are drawn per step in "
-        "vectorised blocks. Its Python cost is per event (about 8 per agent) but numpy work remains per "
-        "round, so the gain over round-by-round is bounded by numpy's per-element cost, not by the "
-        "number of epochs. DP-MASE, whose epochs are exact-law sums, meets the target by far.",
 }
 
 #: Why a limit (a figure with a bound) is missed, by the start of its name.
@@ -84,6 +78,16 @@ the `network` stream shared with the loss draws (e.g. `li2022-fig10-ring-lossy`)
 draws of the same law, not the same draws. The sparse-product hops of `dubey2020a-private` keep the
 message path's tables exactly (tested) and its sums up to floating-point summation order; no bundled
 paper-mode table changed.
+
+**Issue 16: CORRUPTED ELIMINATION's event mode** (76.9x before). It tests its condition at every
+local step (rio2023 appendix Alg. 4), so its rewards are drawn per step, in blocks. The blocks now
+come from `bandit.pull_walk` (one agent's uniforms as a slice of its stream, returned as running
+sums, one row per arm) instead of `pull_many` (a rank per pull by a sort and a search, a gather of
+the means per pull); the banked steps are stored one row per arm, so the test over the few arms
+still active reads contiguous rows; steps already tested are not tested again after each
+interruption; the thresholds come from a table (`protocols/rio2023/paths.py`). Same uniforms in the
+same order: the event mode's `trials.csv` rows are bit-identical for the same seed, and no bundled
+rio2023 table changed.
 """
 
 

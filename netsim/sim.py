@@ -123,10 +123,10 @@ class Simulation:
     def _guard_pulls(self) -> None:
         """Make a pull for a crashed agent a :class:`ProtocolError` (scenarios with crashes only).
 
-        The check wraps this trial's ``bandit.pull_many`` (``pull`` goes through it), so a scenario
-        without crashes pays nothing. One exception: while the crash handlers of a node run, pulls
-        for that node are allowed, since they settle slots it played before the crash (protocols
-        that draw whole runs of slots lazily as exact-law sums).
+        The check wraps this trial's ``bandit.pull_many`` (``pull`` goes through it) and
+        ``bandit.pull_walk``, so a scenario without crashes pays nothing. One exception: while
+        the crash handlers of a node run, pulls for that node are allowed, since they settle slots
+        it played before the crash (protocols that draw whole runs of slots lazily as exact-law sums).
         """
         bandit, faults = self.bandit, self.faults
         up = faults.up
@@ -144,7 +144,16 @@ class Simulation:
                                     f"{down[:5]} at t = {self.env.now:g}; a crashed node pulls nothing")
             return pull_many(agents, arms, n)
 
+        pull_walk = bandit.pull_walk
+
+        def guarded_walk(agent, arms, steps):
+            if not up[agent] and agent != faults.settling:
+                raise ProtocolError(f"protocol {self.scenario.protocol['name']!r} pulled for crashed agent "
+                                    f"{agent} at t = {self.env.now:g}; a crashed node pulls nothing")
+            return pull_walk(agent, arms, steps)
+
         bandit.pull_many = guarded
+        bandit.pull_walk = guarded_walk
 
     # ------------------------------------------------------------------ engine API
     @property

@@ -86,6 +86,27 @@ def test_large_batches_grow_the_buffer_without_changing_the_stream():
     assert np.allclose(big, small)
 
 
+@pytest.mark.parametrize("cls, options", [
+    (BernoulliBandit, {"arms": 4, "means": [0.8, 0.5, 0.45, 0.2]}),
+    (GaussianBandit, {"arms": 4, "means": [1.0, 0.5, 0.0, -1.0], "sigma": 0.5}),
+    (HeterogeneousBandit, {"arms": 4, "local_means": [[0.9, 0.1, 0.5, 0.3], [0.2, 0.6, 0.4, 0.7]]}),
+])
+def test_pull_walk_is_pull_many_step_by_step(cls, options):
+    """pull_walk gives the running sums of the rewards pull_many gives for the same pulls (same uniforms,
+    step-major), books the same regret (to the bit) and pulls, and leaves the stream where pull_many would:
+    a walk longer than the buffer, an empty one and pull_many calls in between."""
+    walked, pulled = make(cls, seed=4, **options), make(cls, seed=4, **options)
+    for agent, arms, steps in ((1, [0, 2, 3], 5), (1, [1, 3], 300), (0, [0, 1, 2, 3], 70), (1, [2], 0), (1, [1], 9)):
+        arms = np.array(arms)
+        walk = walked.pull_walk(agent, arms, steps)
+        rewards = pulled.pull_many(np.full(steps * len(arms), agent), np.tile(arms, steps), 1)
+        assert walk.shape == (len(arms), steps) and walk.flags.c_contiguous
+        assert np.array_equal(walk, np.cumsum(rewards.reshape(steps, len(arms)), axis=0).T)
+        assert np.array_equal(walked.regret, pulled.regret) and np.array_equal(walked.pulls, pulled.pulls)
+        between, first = np.array([agent, 1 - agent, agent]), arms[:1].repeat(3)
+        assert np.array_equal(walked.pull_many(between, first), pulled.pull_many(between, first))
+
+
 def test_linear_contexts_and_regret():
     env = make(LinearBandit, agents=2, dimension=3, arms=4, noise="gaussian", sigma=0.1)
     x = env.observe(np.array([0, 1]))

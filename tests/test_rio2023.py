@@ -135,22 +135,64 @@ def test_agent_weights():
 
 # ---------------------------------------------------------------------- exact-law machinery
 def test_reward_paths_find_the_first_crossing_of_their_own_draws():
-    """next_crossing agrees with a brute-force scan of the same per-step sums."""
+    """next_crossing agrees with a brute-force scan of the per-step sums of single pulls (pull_many on a
+    twin bandit: the same uniforms, step by step), and move_to returns the sums there."""
     from netsim.bandits.stochastic import BernoulliBandit
     from netsim.streams import Streams
 
     opts = {"arms": 4, "means": [0.8, 0.5, 0.45, 0.2], "low": 0.0, "high": 1.0}
     for seed in range(5):
         bandit = BernoulliBandit(opts, 1, Streams(np.random.SeedSequence(seed)))
+        twin = BernoulliBandit(opts, 1, Streams(np.random.SeedSequence(seed)))
         paths = RewardPaths(bandit, 1, 4, 0.3, block=16, max_block=64)
         active = np.ones(4, bool)
         step = paths.next_crossing(0, active)
-        bank = paths.bank[0]
-        steps = np.arange(1, len(bank) + 1)
-        hit = R.se_local_elimination(bank, np.ones((len(bank), 4), bool), steps, 4, 0.3).any(axis=1)
+        drawn = int(paths.end[0])
+        rewards = twin.pull_many(np.zeros(4 * drawn, int), np.tile(np.arange(4), drawn))
+        sums = np.cumsum(rewards.reshape(drawn, 4), axis=0)
+        steps = np.arange(1, drawn + 1)
+        hit = R.se_local_elimination(sums, np.ones((drawn, 4), bool), steps, 4, 0.3).any(axis=1)
         assert step == int(steps[np.argmax(hit)])
-        sums = paths.move_to(0, step, active)
-        assert np.array_equal(sums, bank[step - 1])
+        assert np.array_equal(paths.move_to(0, step, active), sums[step - 1])
+
+
+def banked(paths: RewardPaths, agent: int, arms: np.ndarray) -> np.ndarray:
+    """The banked sums of ``arms`` at steps t + 1 .. end (one row per step)."""
+    t, rows = int(paths.t[agent]), []
+    for first, drawn, walk in paths.bank[agent]:
+        cols = walk[np.searchsorted(drawn, arms), max(t + 1 - first, 0):]
+        rows.append(cols.T)
+    return np.concatenate(rows)
+
+
+def test_reward_paths_keep_their_checks_when_interrupted_and_arms_leave():
+    """An agent interrupted before its crossing (a global elimination reaches it) and losing arms keeps the
+    steps already checked (a step where no arm of a set meets the condition has none in a subset); every
+    crossing must still be the first one of the banked walk over the arms still active."""
+    from netsim.bandits.stochastic import BernoulliBandit
+    from netsim.streams import Streams
+
+    opts = {"arms": 6, "means": [0.8, 0.7, 0.6, 0.5, 0.4, 0.3], "low": 0.0, "high": 1.0}
+    rng = np.random.default_rng(3)
+    crossings = 0
+    for seed in range(6):
+        bandit = BernoulliBandit(opts, 1, Streams(np.random.SeedSequence(seed)))
+        paths = RewardPaths(bandit, 1, 6, 0.3, block=16, max_block=64)
+        active = np.ones(6, bool)
+        while active.sum() >= 2:
+            step = paths.next_crossing(0, active)
+            arms = np.flatnonzero(active)
+            walk = banked(paths, 0, arms)
+            t = int(paths.t[0])
+            steps = np.arange(t + 1, t + 1 + len(walk))
+            hit = np.flatnonzero(walk.max(axis=1) - walk.min(axis=1) >= R.se_bound(steps, 6, 0.3))
+            assert step == steps[hit[0]]
+            crossings += 1
+            stop = int(rng.integers(t + 1, step + 1))          # interrupted at or before the crossing
+            sums = paths.move_to(0, stop, active)
+            assert np.array_equal(sums[arms], walk[stop - t - 1]) and np.isnan(sums[~active]).all()
+            active[arms[int(rng.integers(len(arms)))]] = False
+    assert crossings >= 25
 
 
 def test_activation_clock_counts_are_multinomial():

@@ -47,6 +47,8 @@ class BanditEnvironment:
         self.regret = np.zeros(num_agents)
         self.pulls = np.zeros(num_agents, dtype=np.int64)
         self.local_means = np.zeros((num_agents, 0))
+        self._gaps_of: np.ndarray | None = None
+        self._gaps = np.zeros(0)
 
     # ------------------------------------------------------------------ true means
     @property
@@ -88,6 +90,30 @@ class BanditEnvironment:
         self._record(agents, arms, n)
         return rewards
 
+    def pull_walk(self, agent: int, arms: np.ndarray, steps: int) -> np.ndarray:
+        """``steps`` successive single pulls of every arm of ``arms`` by ``agent`` (step by step, each
+        step pulling the arms in order), returned as their running sums: a len(arms) x steps array whose
+        ``[j, s]`` is the sum of the first s + 1 rewards of ``arms[j]``. The rewards and books are those of
+        ``pull_many(np.full(steps * len(arms), agent), np.tile(arms, steps), 1)``: one agent's pulls read a
+        contiguous run of its stream, so nothing is sorted or gathered per element.
+        """
+        arms = np.asarray(arms, dtype=np.int64)
+        u = self._stream(agent, steps * len(arms)).reshape(steps, len(arms)).T
+        walk = self._walk(agent, arms, u)
+        gaps = self._walk_gaps(agent, arms)
+        # added one pull at a time, in pull order, as np.add.at does in pull_many (same rounding)
+        self.regret[agent] = np.cumsum(np.concatenate(([self.regret[agent]], np.tile(gaps, steps))))[-1]
+        self.pulls[agent] += steps * len(arms)
+        return walk
+
+    def _walk(self, agent: int, arms: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Running sums of ``agent``'s single rewards at quantiles ``u`` (len(arms) x steps, row j for
+        ``arms[j]``), as a C-ordered array."""
+        steps = u.shape[1]
+        rewards = self._rewards(np.full(u.size, agent), np.repeat(arms, steps), np.ones(u.size, dtype=np.int64),
+                                u.ravel()).reshape(u.shape)
+        return np.cumsum(rewards, axis=1)
+
     def _record(self, agents: np.ndarray, arms: np.ndarray, n: np.ndarray) -> None:
         np.add.at(self.regret, agents, n * self._pull_gaps(agents, arms))
         np.add.at(self.pulls, agents, n)
@@ -95,6 +121,16 @@ class BanditEnvironment:
     def _pull_gaps(self, agents: np.ndarray, arms: np.ndarray) -> np.ndarray:
         """Expected regret of one pull of ``arms[j]`` by ``agents[j]``."""
         return self.gaps[arms]
+
+    def _walk_gaps(self, agent: int, arms: np.ndarray) -> np.ndarray:
+        """:meth:`_pull_gaps` for one agent's pulls of ``arms`` (:meth:`pull_walk`). Unless a kind
+        overrides :meth:`_pull_gaps` (gaps that depend on the agent's state), these are the gaps of the
+        global means, computed once per ``local_means`` array (no kind changes it in place)."""
+        if type(self)._pull_gaps is not BanditEnvironment._pull_gaps:
+            return self._pull_gaps(np.full(len(arms), agent), arms)
+        if self._gaps_of is not self.local_means:
+            self._gaps_of, self._gaps = self.local_means, self.gaps
+        return self._gaps[arms]
 
     def _rewards(self, agents: np.ndarray, arms: np.ndarray, n: np.ndarray, u: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -118,6 +154,20 @@ class BanditEnvironment:
             offsets = self._cursor[agents] + rank
         u = self._buffer[agents, offsets]
         self._cursor += counts
+        return u
+
+    def _stream(self, agent: int, count: int) -> np.ndarray:
+        """The next ``count`` uniforms of ``agent``'s stream: what is left in its buffer, then fresh ones
+        straight from its generator (the buffer is left empty; generators give the same numbers whatever
+        the chunks they are asked for)."""
+        start = int(self._cursor[agent])
+        buffered = min(self._block - start, count)
+        u = np.empty(count)
+        u[:buffered] = self._buffer[agent, start:start + buffered]
+        self._cursor[agent] = start + buffered
+        if count > buffered:
+            fresh = self._generators[agent].random(out=u[buffered:])
+            fresh += _HALF_ULP
         return u
 
     def _refill(self, agent: int) -> None:

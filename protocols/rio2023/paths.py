@@ -39,19 +39,22 @@ Reward paths of successive elimination
 An agent running successive elimination (CE appendix Alg. 4) samples every arm of its active
 set once per activation and tests the elimination condition at *every* local step, so its
 decisions depend on the whole walk ``S_k(1), S_k(2), ...`` of each arm's sum. :class:`RewardPaths`
-draws an agent's per-step rewards ahead, in blocks (the first 128 local steps of every agent
-in one call at the start, then blocks sized to reach the predicted next crossing), with one
-vectorised ``bandit.pull_many(agents, arms, 1)`` call per block (the agent's own reward
-stream, consumed in step order), and finds the first local step where the condition holds
-with one vectorised test over the block. Revealed steps are kept ("banked") as the agent's
-future: when the agent later has to stop at an earlier step (a global elimination reaches it),
-its sums there are read from the bank. Banked rows are fully revealed, so no decision ever
-conditions the unrevealed part of a walk, and the block sizes change only which uniforms feed
-which step, not the law. Only the timing of the agent's activations, not the
-rounds of the other agents, is jumped over, so the Python cost of a run is proportional to the
-number of events (eliminations, synchronisations) and the numpy cost to local steps x arms.
-Rewards drawn ahead of a local step the agent never reaches (the run stops first, or the arm
-leaves the active set) are still recorded by the bandit's pull and regret books.
+draws an agent's per-step rewards ahead, in blocks (the first 128 local steps of every agent at
+the start, then blocks sized to reach the predicted next crossing), with one
+``bandit.pull_walk(agent, arms, steps)`` call per block: the agent's own reward stream consumed in
+step order (the rewards ``pull_many`` would give pull by pull), returned as each arm's running
+sums, one row per arm. The first local step where the condition holds is found with one
+vectorised test over the rows of the active arms. Revealed steps are kept ("banked") as the
+agent's future: when the agent later has to stop at an earlier step (a global elimination reaches
+it), its sums there are read from the bank, and the banked steps already tested stay tested (the
+active set only shrinks, and max - min over fewer arms is no larger, so they still hold no
+crossing). Banked steps are fully revealed, so no decision ever conditions the unrevealed part of
+a walk, and the block sizes change only which uniforms feed which step, not the law. Only the
+timing of the agent's activations, not the rounds of the other agents, is jumped over, so the
+Python cost of a run is proportional to the number of events (eliminations, synchronisations)
+and blocks, and the numpy cost to the local steps x arms drawn. Rewards drawn ahead of a local
+step the agent never reaches (the run stops first, or the arm leaves the active set) are still
+recorded by the bandit's pull and regret books.
 
 DP-MASE needs none of this: the rewards of an epoch only enter through their sums, drawn
 exactly as ``pull_many(agents, arms, R(e))`` (Binomial) at the epoch end.
@@ -61,7 +64,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from protocols.rio2023.rules import se_bound
+from protocols.rio2023.rules import se_bound, se_bound_at
 
 
 class ActivationClock:
@@ -146,9 +149,12 @@ class RewardPaths:
     """Per-agent reward-sum walks of successive elimination, revealed in blocks (module docstring).
 
     ``t[n]`` is agent n's current local step and ``sums[n]`` its arm sums there (NaN for arms
-    that left its active set); ``bank[n]`` holds the cumulative sums at steps
-    ``t[n] + 1 .. t[n] + len(bank[n])`` already drawn; ``checked[n]`` rows of it are known not to
-    meet the elimination condition for the current active set.
+    that left its active set). The steps drawn ahead, ``t[n] + 1 .. end[n]``, are banked in
+    ``bank[n]``, a list of blocks ``(first, arms, walk)``: ``walk[j, s]`` is the sum of arm
+    ``arms[j]`` (the arms sampled when the block was drawn) at local step ``first + s``, one row per
+    arm, so a test over the few arms still active reads whole rows. Steps
+    ``t[n] + 1 .. t[n] + checked[n]`` are known not to meet the elimination condition for any
+    subset of the arms ``tested[n]``.
     """
 
     def __init__(self, bandit, num_agents: int, num_arms: int, failure: float, *, block: int = 128,
@@ -160,88 +166,110 @@ class RewardPaths:
         self.max_block = max_block
         self.max_draws = max_draws
         self.t = np.zeros(num_agents, dtype=np.int64)
+        self.end = np.zeros(num_agents, dtype=np.int64)
         self.sums = np.zeros((num_agents, num_arms))
-        self.bank = [np.zeros((0, num_arms)) for _ in range(num_agents)]
+        self.bank: list[list[tuple[int, np.ndarray, np.ndarray]]] = [[] for _ in range(num_agents)]
         self.checked = np.zeros(num_agents, dtype=np.int64)
+        self.tested = np.ones((num_agents, num_arms), dtype=bool)
         self._stream = reward_stream or (lambda n: n)
+        self._bound = np.zeros(0)
+
+    def _last(self, agent: int, arms: np.ndarray) -> np.ndarray:
+        """The sums of ``arms`` (a subset of the arms last drawn) at the last banked step."""
+        if not self.bank[agent]:
+            return self.sums[agent, arms]
+        _, drawn, walk = self.bank[agent][-1]
+        return walk[np.searchsorted(drawn, arms), -1]
 
     def _block_size(self, agent: int, active: np.ndarray) -> int:
         """How many steps to draw next: enough to reach the step where the widest current gap
         would cross the threshold if the empirical gap per step held (x 1.25, + 64), clipped to
         [block, max_block]. Any size gives the same law; this only trades calls for overdraw."""
-        bank = self.bank[agent]
-        t = int(self.t[agent]) + len(bank)
-        last = bank[-1] if len(bank) else self.sums[agent]
+        t = int(self.end[agent])
         arms = np.flatnonzero(active)
         if t == 0 or len(arms) < 2:
             return min(self.block, max(self.max_draws // max(len(arms), 1), 1))
-        drift = (last[arms].max() - last[arms].min()) / t
+        last = self._last(agent, arms)
+        drift = (last.max() - last.min()) / t
         if drift <= 0:
             return self.max_block
         target = float(t)
         for _ in range(4):                                   # fixed point of drift * t = B(t)
-            target = float(se_bound(target, self.num_arms, self.failure)) / drift
+            target = se_bound_at(target, self.num_arms, self.failure) / drift
         want = int(1.25 * target) - t + 64
-        # at most max_draws uniforms per call: the bandit buffers that many per agent (memory)
+        # at most max_draws uniforms per call: bounds what an interruption or the end of the run leaves unused
         cap = max(self.max_draws // len(arms), 1)
         return int(min(max(want, self.block), self.max_block, cap))
 
+    def _bounds(self, first: int, stop: int) -> np.ndarray:
+        """The elimination threshold on sums (:func:`se_bound`) at local steps ``first .. stop - 1``,
+        read from a table of steps 1, 2, ... grown by doubling."""
+        if stop - 1 > len(self._bound):
+            size = max(stop - 1, 2 * len(self._bound))
+            self._bound = se_bound(np.arange(1, size + 1), self.num_arms, self.failure)
+        return self._bound[first - 1:stop - 1]
+
+    def _draw(self, agent: int, arms: np.ndarray, size: int, start: np.ndarray) -> None:
+        """Bank ``size`` more steps of ``arms``, whose sums at the last banked step are ``start``."""
+        walk = self.bandit.pull_walk(self._stream(agent), arms, size)
+        walk += start[:, None]
+        self.bank[agent].append((int(self.end[agent]) + 1, arms, walk))
+        self.end[agent] += size
+
     def _extend(self, agent: int, active: np.ndarray) -> None:
-        bank = self.bank[agent]
-        size = self._block_size(agent, active)
         arms = np.flatnonzero(active)
-        last = bank[-1] if len(bank) else self.sums[agent]
-        who = np.full(size * len(arms), self._stream(agent), dtype=np.int64)
-        rewards = self.bandit.pull_many(who, np.tile(arms, size), 1).reshape(size, len(arms))
-        rows = np.full((size, self.num_arms), np.nan)
-        rows[:, arms] = last[arms] + np.cumsum(rewards, axis=0)
-        self.bank[agent] = np.concatenate([bank, rows]) if len(bank) else rows
+        self._draw(agent, arms, self._block_size(agent, active), self._last(agent, arms))
 
     def prefill(self, agents: np.ndarray, active: np.ndarray, size: int) -> None:
-        """Draw the first ``size`` local steps of every agent in ``agents`` (empty banks) at once,
-        with one ``pull_many`` call; ``active`` is the agents x arms mask of sampled arms."""
-        per_agent = active[agents].sum(axis=1)
-        counts = per_agent * size
-        who = np.repeat(np.array([self._stream(a) for a in agents], dtype=np.int64), counts)
-        arms = np.concatenate([np.tile(np.flatnonzero(active[a]), size) for a in agents])
-        rewards = self.bandit.pull_many(who, arms, 1)
-        offsets = np.concatenate([[0], np.cumsum(counts)])
-        for i, a in enumerate(agents):
-            k = np.flatnonzero(active[a])
-            block = rewards[offsets[i]:offsets[i + 1]].reshape(size, len(k))
-            rows = np.full((size, self.num_arms), np.nan)
-            rows[:, k] = self.sums[a, k] + np.cumsum(block, axis=0)
-            self.bank[a] = rows
+        """Draw the first ``size`` local steps of every agent in ``agents`` (empty banks);
+        ``active`` is the agents x arms mask of sampled arms."""
+        for a in agents:
+            arms = np.flatnonzero(active[a])
+            self._draw(int(a), arms, size, self.sums[a, arms])
 
     def next_crossing(self, agent: int, active: np.ndarray) -> int:
         """First local step > t[agent] where an arm of ``active`` meets the elimination
         condition of CE appendix Alg. 4 (``active`` held fixed until then)."""
+        if (active & ~self.tested[agent]).any():
+            self.checked[agent] = 0            # an arm the checked steps were not tested with
+        self.tested[agent] = active
+        t = int(self.t[agent])
         while True:
-            bank = self.bank[agent]
-            start = int(self.checked[agent])
-            if start < len(bank):
-                steps = self.t[agent] + 1 + np.arange(start, len(bank))
-                block = bank[start:, np.flatnonzero(active)]
+            step = t + 1 + int(self.checked[agent])                     # first step not checked
+            for first, arms, walk in self.bank[agent]:
+                stop = first + walk.shape[1]
+                if stop <= step:
+                    continue
+                keep = active[arms]
+                rows = walk[:, step - first:] if keep.all() else walk[keep, step - first:]
                 # some arm k has max_l S_l - S_k >= B(t)  <=>  max - min >= B(t)  (CE Alg. 4 line 5)
-                hit = block.max(axis=1) - block.min(axis=1) >= se_bound(steps, self.num_arms, self.failure)
-                if hit.any():
-                    first = int(np.argmax(hit))
-                    self.checked[agent] = start + first
-                    return int(steps[first])
-                self.checked[agent] = len(bank)
+                hit = np.flatnonzero(rows.max(axis=0) - rows.min(axis=0) >= self._bounds(step, stop))
+                if len(hit):
+                    self.checked[agent] = step + int(hit[0]) - t - 1
+                    return step + int(hit[0])
+                step = stop
+            self.checked[agent] = step - t - 1
             self._extend(agent, active)
 
     def move_to(self, agent: int, step: int, active: np.ndarray) -> np.ndarray:
         """Advance agent to local ``step`` (drawing rewards if needed); returns its sums there.
-        Bank rows are re-tested afterwards (the active set may have changed)."""
+
+        Steps checked before stay checked: the active set only shrinks, and a step where no arm of a
+        set meets the condition has none in a subset (max - min over fewer arms is no larger)."""
         ahead = step - int(self.t[agent])
         if ahead > 0:
-            while len(self.bank[agent]) < ahead:
+            while self.end[agent] < step:
                 self._extend(agent, active)
-            row = self.bank[agent][ahead - 1].copy()
-            self.bank[agent] = self.bank[agent][ahead:]
-            self.t[agent] = step
+            bank = self.bank[agent]
+            while bank[0][0] + bank[0][2].shape[1] <= step:             # blocks that end before step
+                bank.pop(0)
+            first, arms, walk = bank[0]
+            row = np.full(self.num_arms, np.nan)
+            row[arms] = walk[:, step - first]
             row[~active] = np.nan
+            if first + walk.shape[1] == step + 1:
+                bank.pop(0)
             self.sums[agent] = row
-        self.checked[agent] = 0
+            self.t[agent] = step
+            self.checked[agent] = max(int(self.checked[agent]) - ahead, 0)
         return self.sums[agent]

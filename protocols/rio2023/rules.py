@@ -102,6 +102,11 @@ def se_bound(t: np.ndarray | float, num_arms: int, failure: float) -> np.ndarray
     return 2.0 * np.sqrt(t * np.log(num_arms * t * t / failure))
 
 
+def se_bound_at(t: float, num_arms: int, failure: float) -> float:
+    """:func:`se_bound` at one step ``t`` (a Python float: no array is made)."""
+    return 2.0 * math.sqrt(t * math.log(num_arms * t * t / failure))
+
+
 def se_local_elimination(sums: np.ndarray, active: np.ndarray, t: np.ndarray, num_arms: int,
                          failure: float) -> np.ndarray:
     """CE Alg. 4 line 5, vectorised over agents (rows): active arms k with
@@ -120,8 +125,7 @@ def se_eliminated(sums: np.ndarray, arms: np.ndarray, t: int, num_arms: int, fai
     """:func:`se_local_elimination` for one agent: the arms of ``arms`` (its active set) it
     eliminates at local step ``t`` (same inequality, scalar threshold; the engine's hot path)."""
     values = sums[arms]
-    bound = 2.0 * math.sqrt(t * math.log(num_arms * t * t / failure))
-    return arms[values.max() - values >= bound]
+    return arms[values.max() - values >= se_bound_at(t, num_arms, failure)]
 
 
 # ---------------------------------------------------------------------- agent distribution P_N
