@@ -10,7 +10,7 @@ from netsim.flooding import Flooding
 from netsim.registry import register_protocol
 from protocols.dubey2020a.rules import byzantine_choice, gamma_field, resolve_gamma
 from protocols.dubey2020a.trials import Trials
-from protocols.robust import SampleHistogram
+from protocols.robust import SampleSets
 
 
 @register_protocol
@@ -37,7 +37,7 @@ class ByzantineProofMultiAgentUCB(Trials):
 
     def setup(self) -> None:
         self.gamma = resolve_gamma(self.params["gamma"], self.sim.network.agent_graph)
-        self.samples = SampleHistogram(self.m * self.k)
+        self.samples = SampleSets(self.m * self.k)
         self.records_corrupted = 0
         self.flood = Flooding(self.sim, self.kind, self.gamma, [("arm", "i4"), ("reward", "f8")],
                               on_receive=self._received, latest=False, deferred=True)
