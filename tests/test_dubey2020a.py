@@ -301,6 +301,30 @@ def test_byzantine_relay_corrupts_relayed_records():
     assert result.row["records_corrupted"] == 10 + 4 * 9
 
 
+@pytest.mark.parametrize("gamma", [1, 2, "diameter"])
+def test_byzantine_sparse_hops_equal_the_message_path(gamma):
+    """A paper-mode trial takes the sparse hops; with a tracer it takes the message path (record by
+    record). Both give the same trial: every result column, per-agent array and time series."""
+    adversary = {"byzantine": 1.0, "corruption": 0.05, "distribution": {"model": "uniform", "low": 0.0, "high": 1.0}}
+    sc = scenario({"name": "dubey2020a-byzantine", "epsilon": 0.05, "gamma": gamma}, agents=25, horizon=150,
+                  adversary=adversary)
+    results, modes = [], []
+    for traced in (False, True):
+        sim = Simulation(sc, trial_sequence(3, 0))
+        if traced:
+            sim.network.tracer = lambda event, message: None
+        results.append(sim.run())
+        modes.append(sim.protocol.flood._mode)
+    assert modes == ["sync", "messages"]
+    (sparse, messages), skip = results, {"wall_s", "started", "finished"}
+    assert sparse.row["records_corrupted"] > 0
+    assert {k: v for k, v in sparse.row.items() if k not in skip} == \
+        {k: v for k, v in messages.row.items() if k not in skip}
+    for name in (*sparse.agents, *sparse.timeseries):
+        got, want = (sparse.agents | sparse.timeseries)[name], (messages.agents | messages.timeseries)[name]
+        assert np.array_equal(got, want), name
+
+
 def test_byzantine_without_adversary_counts_nothing():
     sc = scenario({"name": "dubey2020a-byzantine"}, agents=10, horizon=30)
     assert run_trial(sc, trial_sequence(1, 0), 0).row["messages_corrupted"] == 0
