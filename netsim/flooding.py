@@ -578,23 +578,22 @@ class Flooding:
             i = 0
             while i < len(starts):
                 sizes = lengths[i:]
-                offsets = np.cumsum(sizes) - sizes
-                rows = np.repeat(starts[i:] - offsets, sizes) + np.arange(int(sizes.sum()))
+                ends = np.cumsum(sizes)                                # end of each chunk (from i) in the draws
                 state = rng.bit_generator.state
-                u = rng.random(len(rows))
-                hit = u < probability
+                draw = np.flatnonzero(rng.random(int(ends[-1])) < probability)
+                chunk = np.searchsorted(ends, draw, side="right")      # chunk (from i) of each such draw
+                rows = starts[i:][chunk] + draw - (ends - sizes)[chunk]
                 if not relay:
-                    hit &= payload["origin"][rows] == np.repeat(senders[i:], sizes)
-                if not hit.any():
+                    mine = payload["origin"][rows] == senders[i:][chunk]
+                    chunk, rows = chunk[mine], rows[mine]
+                if not len(rows):
                     return out
-                first = int(np.flatnonzero(hit)[0])
-                c = int(np.searchsorted(offsets + sizes, first, side="right"))  # chunk (from i) of the first hit
-                end = int(offsets[c] + sizes[c])
+                c = int(chunk[0])                                      # the first chunk with a hit
                 rng.bit_generator.state = state
-                rng.random(end)                                    # replay the draws up to that chunk's end
-                mine = np.flatnonzero(hit[offsets[c]:end]) + offsets[c]
+                rng.random(int(ends[c]))                               # replay the draws up to its end
+                mine = rows[chunk == c]
                 draws = np.asarray(q.sample(rng, len(mine) * width), dtype=float)
-                payload[column][rows[mine]] = draws.reshape((len(mine),) + shape)
+                payload[column][mine] = draws.reshape((len(mine),) + shape)
                 out[i + c] = len(mine)
                 if records_corrupted is not None:
                     records_corrupted(len(mine))

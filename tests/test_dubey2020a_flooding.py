@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netsim import scenario as S
+from netsim.distributions import parse_distribution
 from netsim.errors import ProtocolError
 from netsim.flooding import Flooding, record_dtype
 from netsim.sim import Simulation
@@ -371,3 +372,32 @@ def test_synchronous_hops_need_the_deliveries_processed_before_publishing():
     sim.every(1.0, tick)
     with pytest.raises(ProtocolError, match="process"):
         sim.env.run(until=3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), sizes=st.lists(st.integers(0, 6), min_size=1, max_size=8),
+       probability=st.sampled_from([0.05, 0.3, 1.0]), relay=st.booleans())
+def test_corruptor_chunks_make_the_draws_of_one_call_per_chunk(seed, sizes, probability, relay):
+    """The vectorised source corruption of many sender chunks equals calling the rule chunk by chunk."""
+    sim = make_sim(agents=8)
+    rule = Flooding(sim, "flood", 2, VALUES).corruptor("x")
+    rng = np.random.default_rng(seed)
+    senders = np.sort(rng.choice(8, len(sizes), replace=False))
+    bounds = np.concatenate(([0], np.cumsum(sizes)))
+    payload = np.zeros(int(bounds[-1]), dtype=record_dtype(VALUES))
+    payload["origin"] = rng.integers(0, 8, len(payload))
+    payload["x"] = rng.random(len(payload))
+    q = parse_distribution({"model": "uniform", "low": 5.0, "high": 6.0}, key="q", models=("uniform",))
+    one, many = payload.copy(), payload.copy()
+    draws_one, draws_many = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
+    counts = []
+    for c, sender in enumerate(senders.tolist()):
+        a, b = bounds[c], bounds[c + 1]
+        new, n = rule(one[a:b], sender=sender, rng=draws_one, probability=probability, q=q, relay=relay)
+        one[a:b] = new
+        counts.append(n)
+    got = rule.chunks(many, bounds[:-1], bounds[1:], senders, rng=draws_many, probability=probability, q=q,
+                      relay=relay)
+    assert got.tolist() == counts
+    assert np.array_equal(one, many)
+    assert draws_one.random() == draws_many.random()  # the same number of draws
