@@ -138,9 +138,11 @@ class _Synchronous:
         if flood.on_receive is not None:
             ptr, origin, hops = arrival_order(net.agent_ptr, net.agent_dst, self.rings)
             self.order = (np.repeat(np.arange(m), np.diff(ptr)), origin, hops, (hops - 1) * m + origin)
-        self.corrupted = corrupted   # the kind is corrupted at the source: the payload carries the own records
-        self.sent: tuple[np.ndarray, np.ndarray] | None = None  # (origins, payload rows) of the last flush
         dtype = flood._value_dtype
+        # the kind is corrupted at the source: the dtype of the payload rows, which carry the own records
+        self.corrupted = np.dtype([("origin", "i4")] + [(name, dtype.fields[name][0]) for name in flood.value_names]) \
+            if corrupted else None
+        self.sent: tuple[np.ndarray, np.ndarray] | None = None  # (origins, payload rows) of the last flush
         self.values = {name: np.zeros((m,) + dtype.fields[name][0].shape, dtype=dtype.fields[name][0].base)
                        for name in flood.value_names}
         self.seq = np.full(m, -1, dtype=np.int64)
@@ -178,26 +180,25 @@ class _Synchronous:
         # what each node forwards now: the records it first received now that have life left (origins at
         # distance h < gamma that published h ticks ago), then its own new record
         size = snap["published"].astype(np.int64)
-        for h in range(1, flood.gamma):
-            if h < len(self.snapshots):
-                size += (self.rings[h - 1] @ self.snapshots[h]["published"].astype(float)).astype(np.int64)
+        for h, earlier in enumerate(self.snapshots[1:flood.gamma], 1):
+            published = earlier["published"]
+            size += self.ring_size[h - 1] if published.all() else \
+                (self.rings[h - 1] @ published.astype(float)).astype(np.int64)
         senders = np.flatnonzero(size)
         if not len(senders):
             return 0
         bounds = np.concatenate(([0], np.cumsum(size[senders])))
         flood.records_forwarded += int((size[senders] * self.degree[senders]).sum())
-        # the rows' content is the model's: only their number travels through the engine, and where the
-        # kind is corrupted at the source, each sender's own record at the end of its chunk
+        # the rows' content is the model's: only their number travels through the engine; where the kind is
+        # corrupted at the source, the rows carry what the corruption rule reads and writes (origin and
+        # values), each sender's own record last in its chunk, and -1 (no origin) elsewhere
         payload = np.zeros(int(bounds[-1]), dtype=bool)
         if self.corrupted:
-            payload = np.zeros(int(bounds[-1]), dtype=flood.dtype)
+            payload = np.zeros(int(bounds[-1]), dtype=self.corrupted)
             payload["origin"] = -1
             own = snap["published"][senders]
             origins, rows = senders[own], bounds[1:][own] - 1
             payload["origin"][rows] = origins
-            payload["seq"][rows] = snap["seq"][origins]
-            payload["created"][rows] = snap["created"][origins]
-            payload["life"][rows] = flood.gamma - 1
             for name in self.values:
                 payload[name][rows] = snap[name][origins]
             self.sent = (origins, rows)

@@ -112,6 +112,7 @@ class SampleSets:
             raise ValueError("common = (); accepted: one or more values")
         self._ids = np.arange(rows, dtype=np.int64)
         self._key = np.min_scalar_type(max(rows - 1, 0))          # dtype of the sort key (radix sort when small)
+        self._alternating = np.zeros(0, dtype=np.uint8)
         shape = (2, len(self.common), rows)
         self.sizes = np.zeros(rows, dtype=np.int64)            # samples per row (both halves)
         self._counts = np.zeros(shape, dtype=np.int64)         # [half, j, row]: samples equal to common[j]
@@ -126,23 +127,31 @@ class SampleSets:
         samples = np.asarray(samples, dtype=float)
         if rows.size == 0:
             return
-        # the samples grouped by row, each row's in arrival order (a stable sort: radix on the smallest key)
-        value = samples[np.argsort(rows.astype(self._key), kind="stable")]
-        added = np.bincount(rows, minlength=self.rows)
-        row = np.repeat(self._ids, added)
-        # position in the row's whole sequence, from 0: even = X, odd = Y
-        half = (np.arange(len(row)) - np.repeat(np.cumsum(added) - added - self.sizes, added)) & 1
-        self.sizes += added
         c = len(self.common)
-        code = np.full(len(value), c)                  # index of the common value, c for any other value
+        code = np.full(len(samples), c, dtype=np.uint16)    # index of the common value, c for any other value
         for j, common in enumerate(self.common):
-            code -= (c - j) * (value == common)
-        cell = (half * (c + 1) + code) * self.rows + row
-        counts = np.bincount(cell, minlength=2 * (c + 1) * self.rows).reshape(2, c + 1, self.rows)
-        self._counts += counts[:, :c]
-        if counts[:, c].any():
-            other = code == c
-            self._insert(half[other] * self.rows + row[other], value[other])
+            code -= (samples == common) * np.uint16(c - j)
+        # the samples grouped by row, each row's in arrival order (a stable sort: radix on the smallest key)
+        order = np.argsort(rows.astype(self._key), kind="stable")
+        added = np.bincount(rows, minlength=self.rows)
+        # position in the row's whole sequence, from 0: even = X, odd = Y
+        first = ((np.cumsum(added) - added - self.sizes) & 1).astype(np.uint8)
+        half = self._parity(len(rows)) ^ np.repeat(first, added)
+        self.sizes += added
+        cell = np.repeat(self._ids * (2 * (c + 1)), added)  # (row, half, code) cells, small dtypes above
+        cell += half * np.uint16(c + 1) + code[order]
+        counts = np.bincount(cell, minlength=self.rows * 2 * (c + 1)).reshape(self.rows, 2, c + 1)
+        self._counts += counts[:, :, :c].transpose(1, 2, 0)
+        if counts[:, :, c].any():
+            other = np.flatnonzero(code[order] == c)
+            row = np.repeat(self._ids, added)[other]
+            self._insert(half[other].astype(np.int64) * self.rows + row, samples[order[other]])
+
+    def _parity(self, n: int) -> np.ndarray:
+        """0, 1, 0, 1, ... (n values, uint8)."""
+        if len(self._alternating) < n:
+            self._alternating = (np.arange(2 * n) & 1).astype(np.uint8)
+        return self._alternating[:n]
 
     def _insert(self, segment: np.ndarray, values: np.ndarray) -> None:
         order = np.lexsort((values, segment))
