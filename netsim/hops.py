@@ -160,9 +160,11 @@ class _Synchronous:
         self.published[agents] = True
 
     def _derive(self, snap: dict) -> None:
-        """The per-origin terms of the running sums, from the snapshot's values."""
-        for name, spec in self.flood.sum_spec.items():
-            snap["sum:" + name] = snap[spec[0]] if len(spec) == 1 else _product(snap[spec[0]], snap[spec[1]])
+        """The per-origin terms of the running sums, from the snapshot's values: one column block per sum."""
+        m = self.flood.num_agents
+        terms = [(snap[spec[0]] if len(spec) == 1 else _product(snap[spec[0]], snap[spec[1]])).reshape(m, -1)
+                 for spec in self.flood.sum_spec.values()]
+        snap["sums"] = np.concatenate(terms, axis=1) if terms else None
 
     def flush(self) -> int:
         flood = self.flood
@@ -220,12 +222,15 @@ class _Synchronous:
         self.view = self.snapshots[:]  # snapshots[h - 1]: as of h periods ago, for the pairs at distance h
         fresh = sum(int(self.ring_size[h - 1][snap["published"]].sum()) for h, snap in enumerate(self.view, 1))
         flood.duplicates += received - fresh
-        m = flood.num_agents
-        for name in flood.sum_spec:
-            total = np.zeros((m, int(np.prod(flood.sums[name].shape[1:], dtype=np.int64))))
+        if flood.sum_spec:  # every sum at once: one sparse product per ring (each column summed as alone)
+            total = np.zeros_like(self.view[0]["sums"])
             for h, snap in enumerate(self.view, 1):
-                total += self.rings[h - 1] @ snap["sum:" + name].reshape(m, -1)
-            flood.sums[name][...] = total.reshape(flood.sums[name].shape)
+                total += self.rings[h - 1] @ snap["sums"]
+            start = 0
+            for values in flood.sums.values():
+                width = values[0].size
+                values[...] = total[:, start:start + width].reshape(values.shape)
+                start += width
         if self.order is not None:
             flood.on_receive(*self.fresh())
 
