@@ -139,9 +139,9 @@ class _Synchronous:
             ptr, origin, hops = arrival_order(net.agent_ptr, net.agent_dst, self.rings)
             self.order = (np.repeat(np.arange(m), np.diff(ptr)), origin, hops, (hops - 1) * m + origin)
         dtype = flood._value_dtype
-        # the kind is corrupted at the source: the dtype of the payload rows, which carry the own records
-        self.corrupted = np.dtype([("origin", "i4")] + [(name, dtype.fields[name][0]) for name in flood.value_names]) \
-            if corrupted else None
+        # where the kind is corrupted at the source, the payload rows carry the own records: origin and values
+        self.payload_dtype = np.dtype([("origin", "i4")] + [(name, dtype.fields[name][0])
+                                                            for name in flood.value_names]) if corrupted else None
         self.sent: tuple[np.ndarray, np.ndarray] | None = None  # (origins, payload rows) of the last flush
         self.values = {name: np.zeros((m,) + dtype.fields[name][0].shape, dtype=dtype.fields[name][0].base)
                        for name in flood.value_names}
@@ -195,8 +195,8 @@ class _Synchronous:
         # corrupted at the source, the rows carry what the corruption rule reads and writes (origin and
         # values), each sender's own record last in its chunk, and -1 (no origin) elsewhere
         payload = np.zeros(int(bounds[-1]), dtype=bool)
-        if self.corrupted:
-            payload = np.zeros(int(bounds[-1]), dtype=self.corrupted)
+        if self.payload_dtype is not None:
+            payload = np.zeros(int(bounds[-1]), dtype=self.payload_dtype)
             payload["origin"] = -1
             own = snap["published"][senders]
             origins, rows = senders[own], bounds[1:][own] - 1
