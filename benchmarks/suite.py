@@ -340,9 +340,6 @@ def scaling(quick: bool) -> dict:
     }
 
 
-FIG1_SLOW = {"dubey2020a-fig1c-byzantine-gamma2", "dubey2020a-fig1c-byzantine-gammadiameter"}
-
-
 def fig1(quick: bool) -> dict:
     """dubey2020a Fig. 1(a), (b), (c) at the paper's size: one full trial per curve, whole-process CPU s."""
     from benchmarks import process
@@ -355,9 +352,7 @@ def fig1(quick: bool) -> dict:
     for panel, names in panels.items():
         curves = {}
         for name in names:
-            # the byzantine curves with gamma >= 2 take minutes per trial here: measured at T = 250 and
-            # scaled linearly to T = 1000 (their per-step cost does not fall with t, so this is not pessimistic)
-            horizon = 50 if quick else (250 if name in FIG1_SLOW else 1000)
+            horizon = 50 if quick else 1000
             point = process.run(name, [f"run.horizon={horizon}"], trials=1)
             scale = 1000 / horizon
             curves[name] = {"cpu_s": round(point["cpu_s"] * scale, 2), "measured_cpu_s": point["cpu_s"],
@@ -368,10 +363,9 @@ def fig1(quick: bool) -> dict:
             "<=", 15.0, round(minutes, 2)]
     return {
         "title": "dubey2020a Fig. 1 at the paper's size (M = 200, T = 1000, 100 trials per curve)",
-        "workload": "one trial per curve, whole netsim run process (start-up and result files included, so the "
-                    "extrapolation is pessimistic: 100 trials share one start-up), at T = 1000 except the byzantine "
-                    "gamma = 2 and gamma = D curves (T = 250, scaled x4); minutes with --jobs 2 = sum over curves of "
-                    "100 x CPU s / 2 / 60, assuming two free cores",
+        "workload": "one trial per curve at T = 1000, whole netsim run process (start-up and result files "
+                    "included, so the extrapolation is pessimistic: 100 trials share one start-up); minutes with "
+                    "--jobs 2 = sum over curves of 100 x CPU s / 2 / 60, assuming two free cores",
         "unit": "CPU s",
         "panels": out,
         "ratios": {},

@@ -65,9 +65,16 @@ Synchronous hops (paper mode)
     (sum_h D_h @ snapshot(t - h)); what each node forwards at a flush is its own new record plus
     the origins at distance h < gamma that published h ticks ago. The engine still carries one
     message per link and flush with ``size`` = the number of records forwarded (every counter,
-    link and message count is as on the message path; the rows' content is the model's). Tested
-    against the message path (``tests/test_dubey2020a_flooding.py``): same counters and tables,
-    sums equal up to floating-point summation order.
+    link and message count is as on the message path; the rows' content is the model's). With
+    ``on_receive`` each receiver gets the records it first receives at a tick, taken from the
+    snapshots, in the order the message path hands them over (:func:`netsim.hops.arrival_order`:
+    fixed by the graph, since every node takes in its deliveries, publishes, then flushes what
+    it first heard with life left followed by its own record). Corruption at the source (no
+    ``relay``, no ``link_corruption``) is kept: the payload of a flush then has each sender's own
+    record last in its chunk, as on the message path, so the corruptor makes the same draws, and
+    what the engine delivers is what the receivers read. Tested against the message path
+    (``tests/test_dubey2020a_flooding.py``): same counters, tables, records and order; sums equal
+    up to floating-point summation order.
 
 Crashes and restarts
     :meth:`Flooding.forget` is what a node that lost its state (crash with ``state = "lost"``)
@@ -162,12 +169,12 @@ class Flooding:
         (shape (M, *column shape)): sum over the origins m' a receiver holds a record from of that
         record's value. Needs ``latest=True``.
     synchronous:
-        The protocol promises one :meth:`flush` per clock tick at every tick (after its
-        :meth:`publish`) and reads only ``sums`` (no ``on_receive``/``on_latest``, ``deferred``).
+        The protocol promises, at every clock tick, :meth:`process`, then :meth:`publish`, then
+        one :meth:`flush`, and reads ``sums`` or ``on_receive`` (no ``on_latest``; ``deferred``).
         When, in addition, every agent link has the same constant delay equal to the clock period
-        and there are no loss, faults, corruption or tracer (paper mode), the hops are computed
-        as sparse products instead of record by record (see "Synchronous hops" in the module
-        docstring); otherwise this flag changes nothing.
+        and there are no loss, faults, tracer, or corruption other than at the source (paper
+        mode), the hops are computed as sparse products instead of record by record (see
+        "Synchronous hops" in the module docstring); otherwise this flag changes nothing.
     """
 
     def __init__(self, sim: Simulation, kind: str, gamma: int, value_dtype: Sequence[tuple] | np.dtype, *,
@@ -186,7 +193,7 @@ class Flooding:
         if sums and not latest:
             raise ValueError("sums are taken over the latest table; accepted: latest = True")
         self.sum_spec = {name: (spec,) if isinstance(spec, str) else tuple(spec) for name, spec in (sums or {}).items()}
-        self.synchronous = bool(synchronous) and deferred and on_receive is None and on_latest is None
+        self.synchronous = bool(synchronous) and deferred and on_latest is None
         self._sync: _Synchronous | None = None
         self._mode = "" if self.synchronous else "messages"  # "sync" (sparse hops): decided at the first flush
         self.gamma = int(gamma)
@@ -295,6 +302,9 @@ class Flooding:
         if self.synchronous and not self._mode:
             self._choose_mode()
         if self._mode == "sync":
+            if self.network._held[self.kind]:
+                raise ProtocolError(f"synchronous flooding {self.kind!r}: publish with deliveries not yet "
+                                    "processed; accepted: process(), then publish(), then flush() in each tick")
             self._sync.publish(agents, rec)
         elif self.gamma > 0 and len(agents):
             self._queue(agents, rec)
@@ -303,13 +313,15 @@ class Flooding:
     def _choose_mode(self) -> None:
         """Sparse hops when the run is paper mode (see ``synchronous``), else messages; once per trial."""
         net, sim = self.network, self.sim
-        law = net._delay
+        law, adversary = net._delay, net.adversary
+        corrupted = adversary is not None and self.kind in net._corruptors
+        at_source = not corrupted or (not adversary.relay and adversary.link_probability == 0.0)
         paper = (self.synchronous and self.gamma >= 1 and not sim.faults.active and net._simple
-                 and law.is_constant and law.args["value"] == sim.clock_period and net.adversary is None
-                 and net.tracer is None and self.relay == "flush" and self.keep_latest)
+                 and law.is_constant and law.args["value"] == sim.clock_period and at_source
+                 and net.tracer is None and self.relay == "flush")
         self._mode = "sync" if paper else "messages"
         if paper:
-            self._sync = _Synchronous(self)
+            self._sync = _Synchronous(self, corrupted)
         else:
             self._pair_state()
 
@@ -566,23 +578,22 @@ class Flooding:
             i = 0
             while i < len(starts):
                 sizes = lengths[i:]
-                offsets = np.cumsum(sizes) - sizes
-                rows = np.repeat(starts[i:] - offsets, sizes) + np.arange(int(sizes.sum()))
+                ends = np.cumsum(sizes)                                # end of each chunk (from i) in the draws
                 state = rng.bit_generator.state
-                u = rng.random(len(rows))
-                hit = u < probability
+                draw = np.flatnonzero(rng.random(int(ends[-1])) < probability)
+                chunk = np.searchsorted(ends, draw, side="right")      # chunk (from i) of each such draw
+                rows = starts[i:][chunk] + draw - (ends - sizes)[chunk]
                 if not relay:
-                    hit &= payload["origin"][rows] == np.repeat(senders[i:], sizes)
-                if not hit.any():
+                    mine = payload["origin"][rows] == senders[i:][chunk]
+                    chunk, rows = chunk[mine], rows[mine]
+                if not len(rows):
                     return out
-                first = int(np.flatnonzero(hit)[0])
-                c = int(np.searchsorted(offsets + sizes, first, side="right"))  # chunk (from i) of the first hit
-                end = int(offsets[c] + sizes[c])
+                c = int(chunk[0])                                      # the first chunk with a hit
                 rng.bit_generator.state = state
-                rng.random(end)                                    # replay the draws up to that chunk's end
-                mine = np.flatnonzero(hit[offsets[c]:end]) + offsets[c]
+                rng.random(int(ends[c]))                               # replay the draws up to its end
+                mine = rows[chunk == c]
                 draws = np.asarray(q.sample(rng, len(mine) * width), dtype=float)
-                payload[column][rows[mine]] = draws.reshape((len(mine),) + shape)
+                payload[column][mine] = draws.reshape((len(mine),) + shape)
                 out[i + c] = len(mine)
                 if records_corrupted is not None:
                     records_corrupted(len(mine))

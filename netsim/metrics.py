@@ -124,12 +124,23 @@ class Metrics:
                     links[a] += 1
                     links[b] += 1
             return
-        new = [e for e in np.unique(edges).tolist() if stamps[e] != slot]
-        if not new:
-            return
-        for e in new:
-            stamps[e] = slot
-        new = np.array(new, dtype=np.int64)
+        edges = np.asarray(edges, dtype=np.int64)
+        if 4 * len(edges) >= len(stamps):  # much of the graph (a broadcast): one numpy pass over all stamps
+            every = np.array(stamps)
+            seen = np.zeros(len(every), dtype=bool)
+            seen[edges[every[edges] != slot]] = True
+            new = np.flatnonzero(seen)
+            if not len(new):
+                return
+            every[new] = slot
+            self._stamps = every.tolist()
+        else:
+            new = [e for e in np.unique(edges).tolist() if stamps[e] != slot]
+            if not new:
+                return
+            for e in new:
+                stamps[e] = slot
+            new = np.array(new, dtype=np.int64)
         servers = int(np.count_nonzero(self._edge_server[new]))
         self.links_server_agent += servers
         self.links_agent_agent += len(new) - servers

@@ -17,7 +17,7 @@ from netsim.sim import Simulation, run_trial
 from netsim.streams import trial_sequence
 from protocols.dubey2020a.rules import private_group_estimates, resolve_gamma, ucb_choice
 from protocols.privacy.interval import IntervalMechanism
-from protocols.robust import SampleHistogram, trim_count, trimmed_mean, trimmed_mean_histogram
+from protocols.robust import SampleSets, trim_count, trimmed_mean
 from tests.power import assert_decreasing, assert_greater
 
 
@@ -102,23 +102,61 @@ def test_trim_count_pinned():
     assert int(trim_count(10, 0.01, 0.01)) < 1  # too few samples: no trimming
 
 
-@settings(max_examples=60, deadline=None)
-@given(samples=st.lists(st.sampled_from([0.0, 1.0, 0.5, 7.0, -2.0]), min_size=1, max_size=80),
-       eps=st.sampled_from([0.0, 0.01, 0.2]), delta=st.sampled_from([0.5, 0.1, 0.001]))
-def test_histogram_version_equals_reference(samples, eps, delta):
-    h = SampleHistogram(1)
-    h.add(np.zeros(len(samples), dtype=int), np.array(samples))
-    assert h.trimmed_means(eps, delta)[0] == pytest.approx(trimmed_mean(np.array(samples), eps, delta))
+SAMPLE = st.one_of(st.sampled_from([0.0, 1.0, 0.5, 7.0, -2.0]), st.floats(-3.0, 3.0))
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches=st.lists(st.lists(st.tuples(st.integers(0, 3), SAMPLE), max_size=40), min_size=1, max_size=5),
+       common=st.sampled_from([(0.0, 1.0), (0.5,), (-2.0, 0.0, 1.0, 7.0)]),
+       eps=st.sampled_from([0.0, 0.01, 0.2]), delta=st.sampled_from([0.5, 0.1, 0.001]),
+       cleared=st.sets(st.integers(0, 3)), clear_after=st.integers(0, 4))
+def test_sample_sets_equal_the_sort_based_reference(batches, common, eps, delta, cleared, clear_after):
+    """SampleSets (incremental: common-value counts, sorted pool of the others) against trimmed_mean
+    (one sort per sample array) on each row's samples in arrival order, batch by batch; rows may be
+    cleared (a learner that lost its state) and refilled."""
+    sets = SampleSets(4, common=common)
+    heard = [[] for _ in range(4)]
+    for i, batch in enumerate(batches):
+        rows = np.array([r for r, _ in batch], dtype=np.int64)
+        values = np.array([v for _, v in batch])
+        sets.add(rows, values)
+        for r, v in batch:
+            heard[r].append(v)
+        if i == clear_after and cleared:
+            sets.clear(np.array(sorted(cleared)))
+            for r in cleared:
+                heard[r] = []
+        got = sets.trimmed_means(eps, delta)
+        for r in range(4):
+            want = trimmed_mean(np.array(heard[r]), eps, delta)
+            assert sets.sizes[r] == len(heard[r])
+            assert (math.isnan(got[r]) and math.isnan(want)) or got[r] == pytest.approx(want, rel=1e-12, abs=1e-12)
 
 
 def test_samples_split_alternately_in_arrival_order():
-    h = SampleHistogram(2)
-    h.add(np.array([0, 1, 0, 0]), np.array([1.0, 5.0, 2.0, 3.0]))
-    h.add(np.array([0]), np.array([4.0]))
-    values, x, y = h.histogram()
-    assert list(values) == [1.0, 2.0, 3.0, 4.0, 5.0]
-    assert list(x[0]) == [1, 0, 1, 0, 0] and list(y[0]) == [0, 1, 0, 1, 0]  # 1, 3 are X; 2, 4 are Y
-    assert list(x[1]) == [0, 0, 0, 0, 1] and h.sizes.tolist() == [4, 1]
+    # row 0 hears 1, 2, 3, 4: X = {1, 3}, Y = {2, 4}; with so few samples nothing is trimmed (L < 1), so the
+    # estimate is the mean of the X half, 2 (it would be 3 with the halves swapped)
+    sets = SampleSets(2)
+    sets.add(np.array([0, 1, 0, 0]), np.array([1.0, 5.0, 2.0, 3.0]))
+    sets.add(np.array([0]), np.array([4.0]))
+    assert int(trim_count(2, 0.0, 0.5)) < 1
+    assert sets.trimmed_means(0.0, 0.5).tolist() == [2.0, 5.0]
+    assert sets.sizes.tolist() == [4, 1]
+
+
+def test_sample_sets_sum_like_the_ascending_cumulative_sum():
+    """With the common values 0 and 1 and the other values between them (Bernoulli rewards, Q on
+    [0, 1]), the estimate is the ascending sum of the X points in Z over their count, bit for bit."""
+    rng = np.random.default_rng(11)
+    samples = (rng.random(4001) < 0.4).astype(float)
+    samples[rng.choice(4001, 40, replace=False)] = rng.random(40)  # corrupted reports
+    sets = SampleSets(1)
+    sets.add(np.zeros(len(samples), dtype=np.int64), samples)
+    x, y = samples[0::2], samples[1::2]
+    spare = len(y) - int(trim_count(len(y), 1e-3, 1e-4))
+    assert spare < min((y == 0).sum(), (y == 1).sum())  # the shortest window runs from a 0 to a 1: Z = [0, 1]
+    want = (np.cumsum(np.sort(x[(x > 0) & (x < 1)]))[-1] + (x == 1).sum()) / len(x)
+    assert sets.trimmed_means(1e-3, 1e-4)[0] == want
 
 
 def test_trimmed_mean_ignores_planted_outliers():
@@ -129,10 +167,9 @@ def test_trimmed_mean_ignores_planted_outliers():
     samples[rng.random(4000) < 0.05] = 100.0
     assert abs(samples.mean() - 0.3) > 4
     assert abs(trimmed_mean(samples, 0.05, 0.01) - 0.3) < 0.02
-    values, inverse = np.unique(samples, return_inverse=True)
-    x = np.bincount(inverse[0::2], minlength=len(values))[None]
-    y = np.bincount(inverse[1::2], minlength=len(values))[None]
-    assert abs(trimmed_mean_histogram(values, x, y, 0.05, 0.01)[0] - 0.3) < 0.02
+    sets = SampleSets(1)
+    sets.add(np.zeros(4000, dtype=np.int64), samples)
+    assert abs(sets.trimmed_means(0.05, 0.01)[0] - 0.3) < 0.02
 
 
 def test_trimmed_mean_without_outliers_is_close_to_plain_mean():
@@ -251,8 +288,7 @@ def test_byzantine_corrupted_messages_are_counted():
     # the centre's own record is corrupted once per trial and carried to its 4 leaves
     assert result.row["records_corrupted"] == 20
     assert result.row["messages_corrupted"] == 4 * 20  # counted when sent, over the 4 links
-    values, _, _ = sim.protocol.samples.histogram()
-    assert 3.0 in values
+    assert 3.0 in sim.protocol.samples._pool  # the leaves' sample sets hold the corrupted reports
 
 
 def test_byzantine_relay_corrupts_relayed_records():
@@ -263,6 +299,30 @@ def test_byzantine_relay_corrupts_relayed_records():
     result = run_trial(sc, trial_sequence(1, 0), 0)
     # per trial the centre forwards its own record and the 4 leaf records of the previous trial
     assert result.row["records_corrupted"] == 10 + 4 * 9
+
+
+@pytest.mark.parametrize("gamma", [1, 2, "diameter"])
+def test_byzantine_sparse_hops_equal_the_message_path(gamma):
+    """A paper-mode trial takes the sparse hops; with a tracer it takes the message path (record by
+    record). Both give the same trial: every result column, per-agent array and time series."""
+    adversary = {"byzantine": 1.0, "corruption": 0.05, "distribution": {"model": "uniform", "low": 0.0, "high": 1.0}}
+    sc = scenario({"name": "dubey2020a-byzantine", "epsilon": 0.05, "gamma": gamma}, agents=25, horizon=150,
+                  adversary=adversary)
+    results, modes = [], []
+    for traced in (False, True):
+        sim = Simulation(sc, trial_sequence(3, 0))
+        if traced:
+            sim.network.tracer = lambda event, message: None
+        results.append(sim.run())
+        modes.append(sim.protocol.flood._mode)
+    assert modes == ["sync", "messages"]
+    (sparse, messages), skip = results, {"wall_s", "started", "finished"}
+    assert sparse.row["records_corrupted"] > 0
+    assert {k: v for k, v in sparse.row.items() if k not in skip} == \
+        {k: v for k, v in messages.row.items() if k not in skip}
+    for name in (*sparse.agents, *sparse.timeseries):
+        got, want = (sparse.agents | sparse.timeseries)[name], (messages.agents | messages.timeseries)[name]
+        assert np.array_equal(got, want), name
 
 
 def test_byzantine_without_adversary_counts_nothing():

@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netsim import scenario as S
+from netsim.distributions import parse_distribution
+from netsim.errors import ProtocolError
 from netsim.flooding import Flooding, record_dtype
 from netsim.sim import Simulation
 from netsim.streams import trial_sequence
@@ -295,3 +297,107 @@ def test_synchronous_hops_equal_the_message_path(seed, gamma):
         assert (rec_m, dup_m) == (rec_s, dup_s)
         np.testing.assert_allclose(xs, xm, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(ws, wm, rtol=1e-12, atol=1e-12)
+
+
+class ReceiveDriver:
+    """70 % of the agents publish a value every tick; ``on_receive`` collects what arrives, per receiver."""
+
+    def __init__(self, sim, gamma, synchronous, corruptible=False):
+        self.sim = sim
+        self.flood = Flooding(sim, "flood", gamma, VALUES, on_receive=self.got, latest=False, deferred=True,
+                              synchronous=synchronous)
+        self.corrupted = []
+        if corruptible:
+            sim.network.corruptible("flood", self.flood.corruptor("x", records_corrupted=self.corrupted.append))
+        self.rng = np.random.default_rng(0)
+        self.heard = []  # per arrival: {receiver: [(origin, seq, created, life, x), ...]} in arrival order
+        sim.every(1.0, self.tick)
+
+    def got(self, dst, records):
+        by_receiver = {}
+        for d, r in zip(dst.tolist(), records.tolist(), strict=True):
+            by_receiver.setdefault(d, []).append(r)
+        self.heard.append((self.sim.now, by_receiver))
+
+    def tick(self, now):
+        self.flood.process()
+        who = np.flatnonzero(self.rng.random(self.sim.num_agents) < 0.7)
+        self.flood.publish(who, {"x": self.rng.random(len(who))})
+        self.flood.flush()
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), gamma=st.integers(1, 4), corruption=st.sampled_from([0.0, 0.2, 0.5]))
+def test_synchronous_hops_deliver_the_message_paths_records_in_its_order(seed, gamma, corruption):
+    """With ``on_receive``, the sparse hops hand each receiver the records the message path hands it, in
+    the same order (the order of different receivers' records may interleave differently), with the
+    same values, corrupted at the source alike (same draws of the adversary's stream), and the same
+    counters."""
+    adversary = {"byzantine": 0.5, "corruption": corruption, "distribution": {"model": "uniform", "low": 0, "high": 1}}
+    runs = []
+    for synchronous in (False, True):
+        sim = make_sim(agents=15, seed=seed, p=0.25, adversary=adversary if corruption else None)
+        drv = ReceiveDriver(sim, gamma, synchronous, corruptible=bool(corruption))
+        sim.env.run(until=10)
+        drv.flood.process()
+        assert drv.flood._mode == ("sync" if synchronous else "messages")
+        m, f = sim.metrics.kind("flood"), drv.flood
+        runs.append((drv.heard, drv.corrupted, f.records_forwarded, f.records_received, f.duplicates, f.published,
+                     (m.sent, m.records, m.delivered, m.corrupted, sim.metrics.links_agent_agent)))
+    assert runs[0] == runs[1]
+    assert any(heard for _, heard in runs[0][0])
+    assert not corruption or runs[0][1]  # something was corrupted
+
+
+def test_synchronous_hops_only_with_corruption_at_the_source():
+    """Relayed or in-transit corruption changes records on the way: such runs take the message path."""
+    for extra, mode in (({}, "sync"), ({"relay": True}, "messages"), ({"link_corruption": 0.1}, "messages")):
+        adversary = {"byzantine": 0.5, "corruption": 0.1, "distribution": {"model": "constant", "value": 7.0},
+                     **extra}
+        sim = make_sim(agents=10, seed=3, p=0.3, adversary=adversary)
+        drv = ReceiveDriver(sim, 2, True, corruptible=True)
+        sim.env.run(until=3)
+        assert drv.flood._mode == mode
+
+
+def test_synchronous_hops_need_the_deliveries_processed_before_publishing():
+    sim = make_sim(agents=6, seed=2, p=0.5)
+    flood = Flooding(sim, "flood", 2, VALUES, on_receive=lambda dst, records: None, latest=False, deferred=True,
+                     synchronous=True)
+
+    def tick(now):  # publishes before taking in what arrived: own records would lead each chunk
+        flood.publish(np.arange(6), {"x": np.zeros(6)})
+        flood.flush()
+
+    sim.every(1.0, tick)
+    with pytest.raises(ProtocolError, match="process"):
+        sim.env.run(until=3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), sizes=st.lists(st.integers(0, 6), min_size=1, max_size=8),
+       probability=st.sampled_from([0.05, 0.3, 1.0]), relay=st.booleans())
+def test_corruptor_chunks_make_the_draws_of_one_call_per_chunk(seed, sizes, probability, relay):
+    """The vectorised source corruption of many sender chunks equals calling the rule chunk by chunk."""
+    sim = make_sim(agents=8)
+    rule = Flooding(sim, "flood", 2, VALUES).corruptor("x")
+    rng = np.random.default_rng(seed)
+    senders = np.sort(rng.choice(8, len(sizes), replace=False))
+    bounds = np.concatenate(([0], np.cumsum(sizes)))
+    payload = np.zeros(int(bounds[-1]), dtype=record_dtype(VALUES))
+    payload["origin"] = rng.integers(0, 8, len(payload))
+    payload["x"] = rng.random(len(payload))
+    q = parse_distribution({"model": "uniform", "low": 5.0, "high": 6.0}, key="q", models=("uniform",))
+    one, many = payload.copy(), payload.copy()
+    draws_one, draws_many = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
+    counts = []
+    for c, sender in enumerate(senders.tolist()):
+        a, b = bounds[c], bounds[c + 1]
+        new, n = rule(one[a:b], sender=sender, rng=draws_one, probability=probability, q=q, relay=relay)
+        one[a:b] = new
+        counts.append(n)
+    got = rule.chunks(many, bounds[:-1], bounds[1:], senders, rng=draws_many, probability=probability, q=q,
+                      relay=relay)
+    assert got.tolist() == counts
+    assert np.array_equal(one, many)
+    assert draws_one.random() == draws_many.random()  # the same number of draws

@@ -2,6 +2,9 @@
 
 * ``Metrics.links_used`` with long destination lists goes through a cache of pair sets; the
   links built per slot (li2022 Eq. 2) must equal an independent count of distinct pairs per slot.
+* ``Metrics.edges_used`` with edge ids (a broadcast): one numpy pass over all slot stamps when
+  the batch covers much of the graph, a loop over its distinct edges otherwise; both must give
+  the same count, mixed with single ``edge_used`` calls.
 * ``Network._deliver_plain`` (no tracer, no per-node handler) must deliver in send order, call
   batch handlers once per instant, and count every message as on the general path.
 """
@@ -9,6 +12,7 @@
 from __future__ import annotations
 
 import networkx as nx
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -52,6 +56,26 @@ def test_links_used_matches_distinct_pairs_per_slot(sends):
     aa, sa, per_node = _reference(sends)
     assert (metrics.links_agent_agent, metrics.links_server_agent) == (aa, sa)
     assert metrics.links_by_node == per_node
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 65), max_size=120), st.floats(0, 4, allow_nan=False)),
+                max_size=12))
+def test_edges_used_matches_distinct_pairs_per_slot(batches):
+    """Edge ids of the complete graph on 12 nodes (66 edges), in batches small and large."""
+    pairs = [(u, v) for u in range(NODES) for v in range(u + 1, NODES)]
+    metrics = Metrics(NODES, AGENTS, 1.0, 25.0)
+    metrics.set_edges(np.array([u for u, _ in pairs]), np.array([v for _, v in pairs]))
+    metrics.VECTOR_FROM = 2                         # 2-16 edges: distinct-edge loop; 17 or more: all stamps
+    batches.sort(key=lambda b: b[1])                # time only moves forward
+    for edges, now in batches:
+        if len(edges) == 1:
+            metrics.edge_used(edges[0], now)
+        else:
+            metrics.edges_used(np.array(edges, dtype=np.int64), now)
+    aa, sa, per_node = _reference([(pairs[e][0], [pairs[e][1]], now) for edges, now in batches for e in edges])
+    assert (metrics.links_agent_agent, metrics.links_server_agent) == (aa, sa)
+    assert metrics.node_links.tolist() == per_node
 
 
 def test_plain_delivery_order_and_counts():

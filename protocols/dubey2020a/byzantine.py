@@ -10,7 +10,7 @@ from netsim.flooding import Flooding
 from netsim.registry import register_protocol
 from protocols.dubey2020a.rules import byzantine_choice, gamma_field, resolve_gamma
 from protocols.dubey2020a.trials import Trials
-from protocols.robust import SampleHistogram
+from protocols.robust import SampleSets
 
 
 @register_protocol
@@ -38,10 +38,12 @@ class ByzantineProofMultiAgentUCB(Trials):
 
     def setup(self) -> None:
         self.gamma = resolve_gamma(self.params["gamma"], self.sim.network.agent_graph)
-        self.samples = SampleHistogram(self.m * self.k)
+        self.samples = SampleSets(self.m * self.k)
         self.records_corrupted = 0
+        # every new record in arrival order (the X/Y split of Def. 4.1); synchronous: one process, publish
+        # and flush per trial, so paper-mode runs take the sparse-product hops, in the message path's order
         self.flood = Flooding(self.sim, self.kind, self.gamma, [("arm", "i4"), ("reward", "f8")],
-                              on_receive=self._received, latest=False, deferred=True)
+                              on_receive=self._received, latest=False, deferred=True, synchronous=True)
         self.sim.network.corruptible(self.kind, self.flood.corruptor("reward", records_corrupted=self._count))
 
     def _count(self, n: int) -> None:
