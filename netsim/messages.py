@@ -1,10 +1,10 @@
-"""What travels on the network: messages, multicast records, heap entries, and the adversary's rules.
+"""What travels on the network: messages, multicast records, queue entries, and the adversary's rules.
 
-A heap entry of :class:`netsim.network.Network` is a tuple ``(due, sequence, kind, src, dst,
-payload, sent_at, size, count)``: ``dst`` is an int for one message, a list of ints for a
-multicast of one payload (constant-delay ``send_many`` / ``broadcast``), or a :class:`Multicast`
-for a ``broadcast_chunks`` flush; ``count`` is the number of messages it carries. The helpers
-below turn entries into what each kind of reader receives.
+An entry of the delivery queue of :class:`netsim.network.Network` (:mod:`netsim.delivery`) is a
+tuple ``(due, sequence, kind, src, dst, payload, sent_at, size, count)``: ``dst`` is an int for
+one message, a list of ints for a multicast of one payload (constant-delay ``send_many`` /
+``broadcast``), or a :class:`Multicast` for a ``broadcast_chunks`` flush; ``count`` is the number
+of messages it carries. The helpers below turn entries into what each kind of reader receives.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ class _FanoutRecord(Multicast):
 
 
 def _fanout(entry: tuple) -> Multicast:
-    """A multicast heap entry (one payload, destinations in a list) as a :class:`Multicast`."""
+    """A multicast entry (one payload, destinations in a list) as a :class:`Multicast`."""
     dst = np.array(entry[4], dtype=np.int64)
     n = len(dst)
     return tuple.__new__(_FanoutRecord, (entry[2], np.full(n, entry[3], dtype=np.int64), dst, np.zeros(n, np.int64),
@@ -125,7 +125,7 @@ def _subset(record: Multicast, mask: np.ndarray) -> Multicast:
 
 
 def _messages(entry: tuple) -> list[Message]:
-    """Every message of a heap entry, one by one."""
+    """Every message of an entry, one by one."""
     dst = entry[4]
     if type(dst) is list:
         kind, src, payload, sent, due, size = entry[2], entry[3], entry[5], entry[6], entry[0], entry[7]
@@ -136,7 +136,7 @@ def _messages(entry: tuple) -> list[Message]:
 
 
 def _record(entry: tuple) -> Multicast | Message:
-    """What a record reader gets for a heap entry: the :class:`Multicast` itself, or the single Message.
+    """What a record reader gets for an entry: the :class:`Multicast` itself, or the single Message.
 
     A multicast of an array payload (``size`` rows, one per record) becomes a :class:`Multicast`
     whose messages all carry rows ``0:size``; any other multicast payload is handed as Messages.

@@ -7,10 +7,15 @@ c1 (``server_agent``) and an agent-agent link c2 (``agent_agent``).
 
 Two ways to feed it, which must not be mixed within one trial:
 
-* :meth:`Metrics.edges_used` / :meth:`Metrics.edge_used` (what the network uses once it has called
-  :meth:`Metrics.set_edges`): the graph's edges are numbered, and each edge keeps the index of the
-  last slot in which it was counted (a per-slot boolean array over edge ids, stored as slot
-  stamps so that a new slot needs no reset). A whole broadcast is one numpy step.
+* :meth:`Metrics.edges_used` / :meth:`Metrics.edge_used` and the deferred lists (what the network
+  uses once it has called :meth:`Metrics.set_edges`): the graph's edges are numbered, and the ids
+  of the edges built in the current slot are kept in a set (a new slot starts a new set). A send
+  only appends its edge ids to :attr:`Metrics.pending_edges` (all noted at the instant
+  :attr:`Metrics.pending_at`); they are marked as a whole, with set operations, before anything
+  else reads or marks links (and when the network moves on to another instant). A newly built
+  edge is only noted (its id appended to a list); the per-kind link totals and per-node link
+  counts are summed from those ids with numpy when read (the ``links_*`` properties,
+  :attr:`comm_cost`, :attr:`node_links`) or when the list grows long.
 * :meth:`Metrics.links_used` with node pairs (standalone use, without a graph): a set of pairs per
   slot. After :meth:`set_edges` it maps the pairs to edge ids and takes the first way.
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -55,8 +61,6 @@ class Metrics:
     cost_agent_agent: float
     cost_server_agent: float
     slot: float = 1.0
-    links_agent_agent: int = 0
-    links_server_agent: int = 0
     rounds: int = 0
     messages: dict[str, MessageCounts] = field(default_factory=dict)
     extras: dict[str, float] = field(default_factory=dict)
@@ -66,6 +70,13 @@ class Metrics:
         self.sent_by_node = [0] * self.num_nodes
         self.received_by_node = [0] * self.num_nodes
         self.links_by_node = [0] * self.num_nodes
+        self._agent_agent = self._server_agent = 0  # links built, less those in _built
+        self._built: list[int] = []  # ids of edges newly built in their slot, not yet summed
+        #: edge id collections used at :attr:`pending_at`, not marked yet (see the module docstring)
+        self.pending_edges: list[Sequence[int]] = []
+        self.pending_at = -math.inf
+        self._edge_slot = -math.inf  # the slot of _slot_edges
+        self._slot_edges: set[int] = set()  # ids of the edges built in that slot
         self._slot_index = -math.inf
         self._slot_pairs: set[tuple[int, int]] = set()
         # (u, destinations) -> frozenset of the pairs, for long destination lists (broadcasts):
@@ -82,71 +93,88 @@ class Metrics:
         self._edge_u = np.asarray(u, dtype=np.int64)
         self._edge_v = np.asarray(v, dtype=np.int64)
         self._edge_server = (self._edge_u >= self.num_agents) | (self._edge_v >= self.num_agents)
-        # slot index in which each edge was last counted (a Python list: cheap scalar reads and writes)
-        self._stamps: list[float] = [-math.inf] * len(self._edge_u)
-        self._edge_ends = list(zip(self._edge_u.tolist(), self._edge_v.tolist(), self._edge_server.tolist(),
-                                   strict=True))
-        self._edge_ids = {(a, b) if a < b else (b, a): e for e, (a, b, _) in enumerate(self._edge_ends)}
+        self._edge_ids = {(a, b) if a < b else (b, a): e
+                          for e, (a, b) in enumerate(zip(self._edge_u.tolist(), self._edge_v.tolist(), strict=True))}
+
+    def defer_from(self, now: float) -> None:
+        """Mark the pending edges, then note later ones as used at ``now`` (the network calls this)."""
+        self._mark_pending()
+        self.pending_at = now
 
     def edge_used(self, edge: int, now: float) -> bool:
         """Record that edge ``edge`` carries traffic at ``now``; True if newly built in this slot."""
+        self._mark_pending()
         slot = now // self.slot
-        stamps = self._stamps
-        if stamps[edge] == slot:
+        if slot != self._edge_slot:
+            self._edge_slot, self._slot_edges = slot, set()
+        if edge in self._slot_edges:
             return False
-        stamps[edge] = slot
-        a, b, server = self._edge_ends[edge]
-        if server:
-            self.links_server_agent += 1
-        else:
-            self.links_agent_agent += 1
-        self.links_by_node[a] += 1
-        self.links_by_node[b] += 1
+        self._slot_edges.add(edge)
+        self._built.append(edge)
+        if len(self._built) >= self.SUM_FROM:
+            self._sum_built()
         return True
 
-    #: from this many edges on, :meth:`edges_used` counts with numpy (below, a Python loop is cheaper)
-    VECTOR_FROM = 64
+    #: noted edge ids are summed into the link counters when this many are waiting (bounds the list)
+    SUM_FROM = 1 << 16
 
     def edges_used(self, edges: Sequence[int] | np.ndarray, now: float) -> None:
         """Record that every edge in ``edges`` (ids, repeats allowed) carries traffic at ``now``."""
+        self._mark_pending()
+        self._mark(set(np.asarray(edges).tolist()), now)
+
+    def _mark_pending(self) -> None:
+        pending = self.pending_edges
+        if pending:
+            edges = set(chain.from_iterable(pending))
+            pending.clear()
+            self._mark(edges, self.pending_at)
+
+    def _mark(self, edges: set[int], now: float) -> None:
+        """Mark the distinct edge ids ``edges`` (a set this method may change) as used at ``now``."""
         slot = now // self.slot
-        stamps = self._stamps
-        if len(edges) < self.VECTOR_FROM:
-            ends, links = self._edge_ends, self.links_by_node
-            for e in edges:
-                if stamps[e] != slot:
-                    stamps[e] = slot
-                    a, b, server = ends[e]
-                    if server:
-                        self.links_server_agent += 1
-                    else:
-                        self.links_agent_agent += 1
-                    links[a] += 1
-                    links[b] += 1
+        if slot != self._edge_slot:
+            self._edge_slot, self._slot_edges = slot, set()
+        edges -= self._slot_edges
+        if edges:
+            self._slot_edges |= edges
+            self._built.extend(edges)
+            if len(self._built) >= self.SUM_FROM:
+                self._sum_built()
+
+    def _sum_links(self) -> None:
+        """Bring the link counters up to date (mark the pending edges, add the noted ones)."""
+        self._mark_pending()
+        if self._built:
+            self._sum_built()
+
+    def _sum_built(self) -> None:
+        """Add the noted newly built edges to the link counters."""
+        built, self._built = self._built, []
+        self._count_edges(np.array(built, dtype=np.int64))
+
+    def _count_edges(self, new: np.ndarray) -> None:
+        """Count the edges ``new`` (distinct ids) as built once each."""
+        if not len(new):
             return
-        edges = np.asarray(edges, dtype=np.int64)
-        if 4 * len(edges) >= len(stamps):  # much of the graph (a broadcast): one numpy pass over all stamps
-            every = np.array(stamps)
-            seen = np.zeros(len(every), dtype=bool)
-            seen[edges[every[edges] != slot]] = True
-            new = np.flatnonzero(seen)
-            if not len(new):
-                return
-            every[new] = slot
-            self._stamps = every.tolist()
-        else:
-            new = [e for e in np.unique(edges).tolist() if stamps[e] != slot]
-            if not new:
-                return
-            for e in new:
-                stamps[e] = slot
-            new = np.array(new, dtype=np.int64)
         servers = int(np.count_nonzero(self._edge_server[new]))
-        self.links_server_agent += servers
-        self.links_agent_agent += len(new) - servers
+        self._server_agent += servers
+        self._agent_agent += len(new) - servers
         count = len(self.links_bulk)
         self.links_bulk += np.bincount(self._edge_u[new], minlength=count)
         self.links_bulk += np.bincount(self._edge_v[new], minlength=count)
+
+    @property
+    def links_agent_agent(self) -> int:
+        """Agent-agent links built so far (li2022 Eq. 2: a pair counts once per slot it is used in)."""
+        self._sum_links()
+        return self._agent_agent
+
+    @property
+    def links_server_agent(self) -> int:
+        """Server-agent links built so far."""
+        self._sum_links()
+        return self._server_agent
 
     @property
     def node_sent(self) -> np.ndarray:
@@ -158,6 +186,7 @@ class Metrics:
 
     @property
     def node_links(self) -> np.ndarray:
+        self._sum_links()
         return np.array(self.links_by_node, dtype=np.int64) + self.links_bulk
 
     @property
@@ -208,9 +237,9 @@ class Metrics:
             pairs |= new
             for a, b in new:
                 if b >= agents:  # a < b: b is the server if either is
-                    self.links_server_agent += 1
+                    self._server_agent += 1
                 else:
-                    self.links_agent_agent += 1
+                    self._agent_agent += 1
                 links[a] += 1
                 links[b] += 1
             return
@@ -220,9 +249,9 @@ class Metrics:
                 continue
             pairs.add(pair)
             if u >= agents or v >= agents:
-                self.links_server_agent += 1
+                self._server_agent += 1
             else:
-                self.links_agent_agent += 1
+                self._agent_agent += 1
             links[u] += 1
             links[v] += 1
 

@@ -1,16 +1,17 @@
 """Links, message delivery and link accounting on top of a ``simpy.Environment``.
 
 Delivery (see ``docs/engine.md``, "Delivery and ordering")
-    The network owns one delivery heap of entries ``(due, sequence, ...)``; ``sequence`` is a
+    The network owns one delivery queue of entries ``(due, sequence, ...)``; ``sequence`` is a
     per-network send counter, so entries due at the same instant leave in send order. A single
-    SimPy *wake-up* event is armed for the head of the heap. When it fires, the network delivers
-    heap entries in a tight loop, advancing the simulated clock itself, for as long as the next
-    entry is due before the next SimPy event (or at the same instant, when that event is a clock
-    tick: deliveries come before ticks). No SimPy event, process or Python object exists per
-    message in flight: a send of one payload to several neighbours over constant-delay links is
-    one heap entry carrying its destinations as an array (a *multicast*), and a
+    SimPy *wake-up* event is armed for the head of the queue. When it fires, the network delivers
+    entries in a tight loop, advancing the simulated clock itself, for as long as the next entry
+    is due before the next SimPy event (or at the same instant, when that event is a clock tick:
+    deliveries come before ticks). No SimPy event, process or Python object exists per message in
+    flight: a send of one payload to several neighbours over constant-delay links is one entry
+    carrying its destinations as an array (a *multicast*), and a
     :meth:`Network.broadcast_chunks` call (many senders, each its own rows of one array) is one
-    entry too.
+    entry too. Single messages sent between two wake-ups are sorted into a *run* when the wake-up
+    fires; multicasts and what handlers send wait on a heap (:mod:`netsim.delivery`).
 
 Order at one instant (deterministic)
     1. checkpoints of the time series, then crash and restart events (they run before anything
@@ -22,14 +23,15 @@ Order at one instant (deterministic)
     event that sent it.
 
 Random delays are drawn in blocks of :data:`BLOCK` per delay law from the ``delays`` stream.
+Link accounting is deferred: a send notes its edge ids, which :class:`netsim.metrics.Metrics`
+marks as a whole before anything reads or marks links (see its module docstring).
 """
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import networkx as nx
@@ -37,7 +39,7 @@ import numpy as np
 import simpy
 from simpy.core import NORMAL, URGENT
 
-from netsim.delivery import DELIVERY, DeliveryHeap
+from netsim.delivery import _END, DELIVERY, DeliveryHeap
 from netsim.distributions import Distribution
 from netsim.errors import ProtocolError
 from netsim.messages import (  # re-exported: the engine API names live here for protocols
@@ -61,10 +63,46 @@ TICK = NORMAL
 BLOCK = 4096             # delays drawn at once per law
 
 
-def _delay_stream(law: Distribution, rng: np.random.Generator) -> Iterator[float]:
-    """Endless delays of ``law``, drawn :data:`BLOCK` at a time (one numpy call per block)."""
-    while True:
-        yield from law.sample(rng, BLOCK).tolist()
+class _Delays:
+    """Endless delays of one law, drawn :data:`BLOCK` at a time (one numpy call per block).
+
+    The delays not taken yet are ``block[at:]``; a block is drawn only when a delay past the
+    previous one is asked for, so the draws from the ``delays`` stream are the same whether delays
+    are taken one by one or several at once. (The network's plain send path reads ``block`` and
+    ``at`` itself when a send's delays are all in the current block: it saves a call per send.)
+    """
+
+    __slots__ = ("law", "rng", "block", "at")
+
+    def __init__(self, law: Distribution, rng: np.random.Generator):
+        self.law, self.rng = law, rng
+        self.block: list[float] = []
+        self.at = 0
+
+    def take(self, count: int) -> list[float]:
+        """The next ``count`` delays."""
+        start = self.at
+        stop = start + count
+        if stop <= len(self.block):
+            self.at = stop
+            return self.block[start:stop]
+        out = self.block[start:]
+        while True:
+            self.block = self.law.sample(self.rng, BLOCK).tolist()
+            need = count - len(out)
+            if need <= BLOCK:
+                self.at = need
+                return out + self.block[:need]
+            out += self.block
+
+    def next(self) -> float:
+        """The next delay."""
+        at = self.at
+        if at < len(self.block):
+            self.at = at + 1
+            return self.block[at]
+        return self.take(1)[0]
+
 
 
 def _copy(payload: Any) -> Any:
@@ -118,8 +156,15 @@ class Network(DeliveryHeap):
         self._overrides = {(min(u, v), max(u, v)): law for (u, v), law in link_overrides.items()}
         self._uniform_links = not self._overrides and server_delay == delay
         self._simple = self._uniform_links and loss == 0.0  # one delay law, no loss
-        self._delays: dict[int, Iterator[float]] = {}
+        self._delays: dict[int, _Delays] = {}
+        # the fault-free send path's sampled delays (None: constant links, one multicast entry per send)
+        self._sampled = None if delay.is_constant else self._law(delay)
+        self._fresh: list[tuple] = []   # the delivery queue (netsim.delivery)
+        self._run: list[tuple] = [_END]
+        self._cursor = 0
+        self._run_kinds: set[str] = set()
         self._heap: list[tuple] = []
+        self._delivering = False
         self._sequence = itertools.count()
         self._in_flight = 0
         self._alarm = None  # the armed wake-up (netsim.delivery)
@@ -130,10 +175,9 @@ class Network(DeliveryHeap):
         self._record_handlers: dict[str, RecordHandler] = {}
         self._held: dict[str, list] = {}
         self._corruptors: dict[str, Corruptor] = {}
-        self.tracer: Callable[[str, Message], None] | None = None
-        # ``[faults]`` of the scenario (netsim.faults.Faults), set by the simulation; None: no faults,
-        # and the send and delivery paths are exactly those of a fault-free network.
-        self.faults: Any = None
+        self._tracer: Callable[[str, Message], None] | None = None
+        self._faults: Any = None
+        self._plain = self._simple  # no tracer, no faults, one delay law, no loss: the send fast path
 
     def _build_adjacency(self) -> None:
         """Sorted neighbour lists, a CSR copy of them, and edge ids for link accounting."""
@@ -159,6 +203,29 @@ class Network(DeliveryHeap):
         self.agent_edge = np.array([self._edge_of[u][v] for u in range(self.num_agents)
                                     for v in self._agent_neighbors[u]], dtype=np.int64)
         self._agent_links: np.ndarray | None = None   # every agent-agent edge id once (activate_agent_links)
+
+    @property
+    def tracer(self) -> Callable[[str, Message], None] | None:
+        """Called as ``tracer(event, message)`` for every send, delivery, drop and corruption when set."""
+        return self._tracer
+
+    @tracer.setter
+    def tracer(self, tracer: Callable[[str, Message], None] | None) -> None:
+        self._tracer = tracer
+        self._plain = self._simple and not tracer and self._faults is None
+
+    @property
+    def faults(self) -> Any:
+        """``[faults]`` of the scenario (:class:`netsim.faults.Faults`), set by the simulation.
+
+        None: no faults, and the send and delivery paths are exactly those of a fault-free network.
+        """
+        return self._faults
+
+    @faults.setter
+    def faults(self, faults: Any) -> None:
+        self._faults = faults
+        self._plain = self._simple and not self._tracer and faults is None
 
     # ------------------------------------------------------------------ graph facts
     def neighbors(self, node: int) -> list[int]:
@@ -260,63 +327,77 @@ class Network(DeliveryHeap):
 
     def send(self, src: int, dst: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send one message over the link (src, dst); it arrives after the link's sampled delay."""
-        if dst not in self._edge_of[src]:
+        edge = self._edge_of[src].get(dst)
+        if edge is None:
             raise ProtocolError(f"node {src} sent {kind!r} to {dst}, which is not a neighbour")
-        self._send(src, (dst,), kind, payload, size)
+        self._send(src, (dst,), (edge,), kind, payload, size)
 
     def send_many(self, src: int, dsts: Sequence[int], kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send the same ``payload`` from ``src`` to each of ``dsts`` (one message each)."""
         dsts = list(dsts)
-        edges = self._edge_of[src]
-        for d in dsts:
-            if d not in edges:
+        edge_of = self._edge_of[src]
+        edges = [edge_of.get(d) for d in dsts]
+        for d, edge in zip(dsts, edges, strict=True):
+            if edge is None:
                 raise ProtocolError(f"node {src} sent {kind!r} to {d}, which is not a neighbour")
-        self._send(src, dsts, kind, payload, size)
+        self._send(src, dsts, edges, kind, payload, size)
 
     def broadcast(self, src: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send ``payload`` from ``src`` to every neighbour."""
-        self._send(src, self._neighbors[src], kind, payload, size)
+        self._send(src, self._neighbors[src], self._neighbor_edges[src], kind, payload, size)
 
-    def _law(self, law: Distribution) -> Iterator[float]:
+    def _law(self, law: Distribution) -> _Delays:
         """The delay stream of ``law`` (keyed by identity: laws live as long as the network)."""
         delays = self._delays.get(id(law))
         if delays is None:
-            delays = self._delays[id(law)] = _delay_stream(law, self._delay_rng)
+            delays = self._delays[id(law)] = _Delays(law, self._delay_rng)
         return delays
 
-    def _send(self, src: int, dsts: Sequence[int], kind: str, payload: Any, size: int) -> None:
-        """The one send path of single-payload sends: counters, link accounting, loss, delay, corruption."""
+    def _send(self, src: int, dsts: Sequence[int], edges: Sequence[int], kind: str, payload: Any, size: int) -> None:
+        """The one send path of single-payload sends: counters, link accounting, loss, delay, corruption.
+
+        ``edges`` are the edge ids of the links to ``dsts``, in the same order.
+        """
         count = len(dsts)
         if count == 0:
             return
-        now = self.env.now
+        now = self.env._now
         metrics = self.metrics
         counts = metrics.messages.get(kind) or metrics.kind(kind)
         counts.sent += count
         counts.records += count * size
         metrics.sent_by_node[src] += count
-        if count == 1:
-            metrics.edge_used(self._edge_of[src][dsts[0]], now)
-        elif dsts is self._neighbors[src]:
-            metrics.edges_used(self._neighbor_edges[src], now)
-        else:
-            edges = self._edge_of[src]
-            metrics.edges_used([edges[d] for d in dsts], now)
-        faults = self.faults
-        if faults is None and self._simple and not self.tracer and kind not in self._corruptors:
-            # fault-free links with one law and no loss: the common case, straight to the heap
-            law = self._delay
-            if law.is_constant:
+        if now != metrics.pending_at:  # link accounting: edge ids noted now, marked later as a whole
+            metrics.defer_from(now)
+        metrics.pending_edges.append(edges)
+        if self._plain and kind not in self._corruptors:
+            # fault-free links with one law and no loss: the common case, queued here (as _push_all does)
+            sampled = self._sampled
+            if sampled is None:
                 dst = dsts[0] if count == 1 else list(dsts)
-                self._push((now + law.args["value"], next(self._sequence), kind, src, dst, payload, now, size, count))
+                self._push((now + self._delay.args["value"], next(self._sequence), kind, src, dst, payload, now, size,
+                            count))
                 return
-            sequence, heap, push = self._sequence, self._heap, heapq.heappush
-            for d, delay in zip(dsts, self._law(law)):  # zip stops at dsts
-                push(heap, (now + delay, next(sequence), kind, src, d, payload, now, size, 1))
+            start = sampled.at
+            stop = start + count
+            if stop <= len(sampled.block):
+                sampled.at = stop
+                delays = sampled.block[start:stop]
+            else:
+                delays = sampled.take(count)
+            # zip takes a sequence number only for a destination it has already taken
+            entries = [(now + delay, sequence, kind, src, d, payload, now, size, 1)
+                       for d, delay, sequence in zip(dsts, delays, self._sequence)]
             self._in_flight += count
-            if heap[0][0] < self._alarm_at:
-                self._arm(heap[0][0])
+            if self._delivering:
+                self._push_during_delivery(entries)
+                return
+            self._fresh += entries
+            head = now + min(delays)
+            if head < self._alarm_at:
+                self._arm(head)
             return
+        faults = self._faults
         if faults is not None:
             dsts, dropped = faults.drop_at_send(src, dsts, now)
             if dropped:
@@ -361,9 +442,9 @@ class Network(DeliveryHeap):
             self._push((due, next(self._sequence), kind, src, dst, payload, now, size, count))
             return
         if laws is None:
-            delays = [next(self._law(law)) for _ in range(count)]
+            delays = self._law(law).take(count)
         else:
-            delays = [lw.args["value"] if lw.is_constant else next(self._law(lw)) for lw, _ in laws]
+            delays = [lw.args["value"] if lw.is_constant else self._law(lw).next() for lw, _ in laws]
         sequence = self._sequence
         entries = [(now + delay, next(sequence), kind, src, d, payload, now, size, 1)
                    for d, delay in zip(dsts, delays, strict=True)]
@@ -392,7 +473,7 @@ class Network(DeliveryHeap):
     def _send_one(self, message: Message, law: Distribution, *, corrupted: bool = False) -> None:
         """Schedule one message (duplication and reordering faults applied when present)."""
         now = message.sent_at
-        delay = law.args["value"] if law.is_constant else next(self._law(law))
+        delay = law.args["value"] if law.is_constant else self._law(law).next()
         if corrupted and self.tracer:
             self.tracer("corrupt", message._replace(due_at=now + delay))
         faults = self.faults
@@ -407,7 +488,7 @@ class Network(DeliveryHeap):
         """Send with duplication and reordering faults (``netsim.faults``), one message at a time."""
         now = self.env.now
         for d, (law, _) in zip(dsts, laws, strict=True):
-            delay = law.args["value"] if law.is_constant else next(self._law(law))
+            delay = law.args["value"] if law.is_constant else self._law(law).next()
             self._perturbed(Message(kind, src, d, payload, now, now, size), law, delay)
 
     def _perturbed(self, message: Message, law: Distribution, delay: float) -> None:

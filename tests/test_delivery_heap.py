@@ -11,6 +11,8 @@ that order, and keep ``sent = delivered + dropped + in flight`` at every stop.
 
 from __future__ import annotations
 
+import heapq
+
 import networkx as nx
 import numpy as np
 import simpy
@@ -163,3 +165,136 @@ def test_multicast_record_counts_per_link():
     m = net.metrics
     assert m.kind("R").delivered == 3 and m.kind("R").records == 6 and m.links_agent_agent == 3
     assert m.node_received.tolist() == [0, 1, 1, 1, 0, 0]
+
+
+# ---------------------------------------------------------------------- the run, the heap and relays
+# Sampled delays with ties on purpose: uniform(1, 1) is 1.0 every time, bernoulli(1/2) is 0.0 or 1.0
+# (zero-delay messages, delivered at their send instant), uniform(0, 2) is continuous.
+TIED = [Distribution("uniform", {"low": 1.0, "high": 1.0}), Distribution("bernoulli", {"p": 0.5}),
+        Distribution("uniform", {"low": 0.0, "high": 2.0})]
+AGENTS, SERVERS, HOPS = 4, 1, 2
+
+
+def relay_network(law, servers, seed):
+    """Agents 0..3 in a complete graph, plus ``servers`` linked to every agent (constant unit delay)."""
+    graph = nx.complete_graph(AGENTS)
+    graph.add_edges_from((s, a) for s in range(AGENTS, AGENTS + servers) for a in range(AGENTS))
+    nodes = AGENTS + servers
+    env = simpy.Environment()
+    metrics = Metrics(nodes, AGENTS, 1.0, 25.0)
+    return Network(env, graph, num_agents=AGENTS, components=[list(range(AGENTS))], delay=law,
+                   server_delay=Distribution("constant", {"value": 1.0}), loss=0.0, link_overrides={},
+                   rng=np.random.default_rng(seed), metrics=metrics, delay_rng=np.random.default_rng(seed + 1))
+
+
+def relay_reference(script, law, servers, seed):
+    """Deliveries (time, kind, src, dst, payload) and link-slots of ``script`` with relays, from a plain heap.
+
+    Every delivery of a payload ``(i, hop)`` with ``hop < HOPS`` makes its receiver send ``(i, hop + 1)``
+    at once to one neighbour (kind ``A`` from an agent, ``S`` from a server). ``A`` has a per-message
+    handler and ``S`` a batch handler: the messages due at one instant (those queued when the instant
+    starts; zero-delay relays come after them) go to the per-message handler one by one, in send order,
+    then to the batch handler together. The script's sends at time ``t`` come after the deliveries due
+    at ``t`` (deliveries before ticks).
+    """
+    server_law = Distribution("constant", {"value": 1.0})
+    graph = nx.complete_graph(AGENTS)
+    graph.add_edges_from((s, a) for s in range(AGENTS, AGENTS + servers) for a in range(AGENTS))
+    rng = np.random.default_rng(seed + 1)
+    block: list[float] = []  # the law's delays, drawn lazily in blocks from the delays stream
+
+    def delay(u, v):
+        if max(u, v) >= AGENTS:
+            return server_law.args["value"]
+        if not block:
+            block.extend(law.sample(rng, BLOCK).tolist())
+        return block.pop(0)
+
+    heap, sequence, delivered, links = [], 0, [], set()
+
+    def send(now, kind, src, dsts, payload):
+        nonlocal sequence
+        for d in dsts:
+            links.add((int(now // 1.0), min(src, d), max(src, d)))
+            heapq.heappush(heap, (now + delay(src, d), sequence, kind, src, d, payload))
+            sequence += 1
+
+    def receive(due, kind, src, dst, payload):
+        delivered.append((due, kind, src, dst, payload))
+        if payload[1] < HOPS:
+            nxt = sorted(graph.neighbors(dst))[(payload[0] + payload[1]) % graph.degree(dst)]
+            send(due, "S" if dst >= AGENTS else "A", dst, [nxt], (payload[0], payload[1] + 1))
+
+    ticks = sorted({when for when, *_ in script})
+    for tick in ticks + [np.inf]:
+        while heap and heap[0][0] <= tick:
+            due = heap[0][0]
+            batch = []
+            while heap and heap[0][0] == due:
+                batch.append(heapq.heappop(heap))
+            for _, _, kind, src, dst, payload in batch:
+                if kind == "A":
+                    receive(due, kind, src, dst, payload)
+            for _, _, kind, src, dst, payload in batch:
+                if kind == "S":
+                    receive(due, kind, src, dst, payload)
+        for when, kind, src, dsts, payload in script:
+            if when == tick:
+                send(when, kind, src, dsts, payload)
+    return delivered, links
+
+
+relay_sends = st.lists(st.tuples(st.integers(0, 3), st.integers(0, AGENTS + SERVERS - 1), st.booleans(),
+                                 st.sampled_from(["A", "S"])), min_size=2, max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(plan=relay_sends, law=st.sampled_from(TIED), servers=st.integers(0, SERVERS), seed=st.integers(0, 10_000),
+       stop=st.floats(0.5, 9.0))
+def test_run_heap_and_relays_match_the_reference_model(plan, law, servers, seed, stop):
+    """Sends from ticks (sorted into the run), sends from handlers (the heap), multicasts to and from a
+    server (the heap), ties between all of them, a per-message and a batch kind: the engine delivers
+    exactly the messages of a plain (due, sequence) heap, at the same times and in the same order, and
+    counts them and their links (li2022 Eq. 2, deferred and marked in bulk) exactly; counters hold
+    mid-run too."""
+    nodes = AGENTS + servers
+    script = []
+    for i, (when, src, everyone, kind) in enumerate(sorted(plan, key=lambda p: p[0])):
+        src %= nodes
+        neighbours = [v for v in range(nodes) if v != src and (v < AGENTS or src < AGENTS)]
+        script.append((float(when), kind, src, neighbours if everyone else neighbours[:1], (i, 0)))
+    net = relay_network(law, servers, seed)
+    env, got = net.env, []
+
+    def handler(message):
+        got.append((env.now, message.kind, message.src, message.dst, message.payload))
+        assert env.now == message.due_at
+        i, hop = message.payload
+        if hop < HOPS:
+            nxt = net.neighbors(message.dst)[(i + hop) % len(net.neighbors(message.dst))]
+            net.send(message.dst, nxt, "S" if message.dst >= AGENTS else "A", (i, hop + 1))
+
+    net.subscribe("A", handler)
+    net.subscribe_batch("S", lambda messages: [handler(message) for message in messages])
+
+    def ticks():
+        for when, kind, src, dsts, payload in script:
+            if when > env.now:
+                yield env.timeout(when - env.now)
+            if len(dsts) == len(net.neighbors(src)):
+                net.broadcast(src, kind, payload)
+            else:
+                net.send_many(src, dsts, kind, payload)
+
+    env.process(ticks())
+    env.run(until=stop)
+    m = net.metrics
+    assert sum(c.sent for c in m.messages.values()) == sum(c.delivered for c in m.messages.values()) + net.in_flight
+    assert int(m.node_received.sum()) == sum(c.delivered for c in m.messages.values())
+    env.run()
+    expected, links = relay_reference(script, law, servers, seed)
+    assert got == expected
+    assert net.in_flight == 0 and all(c.sent == c.delivered for c in m.messages.values())
+    assert m.node_received.tolist() == [sum(1 for e in expected if e[3] == v) for v in range(nodes)]
+    server_links = sum(1 for _, u, v in links if v >= AGENTS)
+    assert (m.links_agent_agent, m.links_server_agent) == (len(links) - server_links, server_links)

@@ -7,6 +7,9 @@
   the same count, mixed with single ``edge_used`` calls.
 * ``Network._deliver_plain`` (no tracer, no per-node handler) must deliver in send order, call
   batch handlers once per instant, and count every message as on the general path.
+* The deferred link accounting (edge ids noted by sends, marked in bulk with set operations,
+  newly built edges summed with numpy when read) must equal an independent count of distinct
+  (slot, edge) pairs, whatever the order of notes, direct marks and reads.
 """
 
 from __future__ import annotations
@@ -100,3 +103,41 @@ def test_plain_delivery_order_and_counts():
     m = net.metrics
     assert (m.messages["a"].delivered, m.messages["b"].delivered, m.messages["c"].delivered) == (2, 6, 1)
     assert m.node_received.tolist() == [2, 2, 1, 2, 2]
+
+
+EDGE_U = [0, 0, 1, 2, 3, 0, 4, 2]   # edges 5..7 touch node 10 or 11, the servers
+EDGE_V = [1, 2, 2, 3, 4, 10, 11, 11]
+operation = st.tuples(st.sampled_from(["defer", "edge", "edges", "read"]),
+                      st.lists(st.integers(0, len(EDGE_U) - 1), max_size=6), st.floats(0, 1.5, allow_nan=False))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(operation, max_size=40), st.booleans())
+def test_deferred_link_accounting_matches_distinct_edges_per_slot(operations, as_array):
+    """Edge ids noted for later (as a send does), marked one by one or in lists, read at any point:
+    the links built (li2022 Eq. 2), per kind and per node, and every ``edge_used`` answer, equal an
+    independent count of distinct (slot, edge) pairs."""
+    metrics = Metrics(NODES, AGENTS, 1.0, 25.0)
+    metrics.SUM_FROM = 3  # exercise the summing of noted edges too
+    metrics.set_edges(np.array(EDGE_U), np.array(EDGE_V))
+    built, now = set(), 0.0
+    for what, edges, step in operations:
+        now += step  # time only moves forward
+        if what == "defer":
+            if now != metrics.pending_at:
+                metrics.defer_from(now)
+            metrics.pending_edges.append(edges)
+            built |= {(now // 1.0, e) for e in edges}
+        elif what == "edge" and edges:
+            assert metrics.edge_used(edges[0], now) == ((now // 1.0, edges[0]) not in built)
+            built.add((now // 1.0, edges[0]))
+        elif what == "edges":
+            metrics.edges_used(np.array(edges, dtype=np.int64) if as_array else edges, now)
+            built |= {(now // 1.0, e) for e in edges}
+        servers = sum(1 for _, e in built if EDGE_V[e] >= AGENTS)
+        per_node = [sum((EDGE_U[e] == v) + (EDGE_V[e] == v) for _, e in built) for v in range(NODES)]
+        if what == "read" or what == "edge":
+            assert (metrics.links_agent_agent, metrics.links_server_agent) == (len(built) - servers, servers)
+            assert metrics.node_links.tolist() == per_node
+    servers = sum(1 for _, e in built if EDGE_V[e] >= AGENTS)
+    assert metrics.comm_cost == (len(built) - servers) * 1.0 + servers * 25.0
