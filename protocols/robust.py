@@ -71,8 +71,8 @@ def trimmed_mean(samples: np.ndarray, epsilon: float, delta: float) -> float:
     i = int(np.argmin(lengths))  # first minimum: leftmost interval
     low, high = y[i], y[i + count - 1]
     inside = (x >= low) & (x <= high)
-    if not inside.any():
-        return float(y[i: i + count].mean())
+    if not inside.any():  # every Y point in the closed Z, ties beyond the window's L points included
+        return float(y[(y >= low) & (y <= high)].mean())
     return float(x[inside].mean())
 
 

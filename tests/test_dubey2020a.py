@@ -368,3 +368,15 @@ def test_bundled_scenarios_load_and_run_small():
         sc = S.load(name, ["network.agents=20", "network.p=0.3", "run.horizon=30"])
         row = run_trial(sc, trial_sequence(sc.run["seed"], 0), 0).row
         assert row["group_regret"] >= 0
+
+
+def test_no_x_in_z_averages_every_y_point_in_z():
+    """The fallback of the module docstring, by hand: X = eight 0s; sorted Y = -2, -2, -1, -1, 0, 0, 1, 1
+    with L = 3 (N = 8, eps = 0, delta = 0.5): every window of 3 spans 1, the leftmost is Z = [-2, -1], which
+    holds no X and four Y points (ties beyond the window's three included): mean (-2 - 2 - 1 - 1) / 4 = -1.5."""
+    samples = np.array([0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, -2.0, 0.0, -1.0, 0.0, 0.0, 0.0, -2.0, 0.0, -1.0])
+    assert int(trim_count(8, 0.0, 0.5)) == 3
+    assert trimmed_mean(samples, 0.0, 0.5) == -1.5
+    sets = SampleSets(1)
+    sets.add(np.zeros(len(samples), dtype=np.int64), samples)
+    assert sets.trimmed_means(0.0, 0.5)[0] == -1.5
