@@ -26,7 +26,7 @@ from netsim.studies.figures import figure_data
 
 FIG4 = ["eps = 0.1", "eps = 0.3", "eps = 0.5", "eps = 1", "eps = 0.03", "eps = 0.01", "eps = inf (no privacy)"]
 FIG8 = ["CDP-MAB, homogeneous", "CDP-MAB, heterogeneous", "elimination alone (M = 1), homogeneous",
-        "single agent, homogeneous", "single agent, heterogeneous"]
+        "isolated UCB1 (single agent), homogeneous", "isolated UCB1 (single agent), heterogeneous"]
 FIG10 = ["complete", "star", "random", "ring"]
 FIG11 = ["case 1: 5 x 20 complete", "case 2: 53/24/10/6/7 complete", "case 3: 1 x 100 complete",
          "case 4: 5 x 20 random", "case 5: 5 x 20 star", "case 6: 100 x 1 (centralized)"]
