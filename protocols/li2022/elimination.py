@@ -37,7 +37,7 @@ class Elimination(Protocol):
     requires_connected = True
     crash_states = ("kept", "lost")
     columns = ("epsilon_spent", "rounds_completed", "t_delay_total", "t_delay_mean", "t_delay_max", "active_arms",
-               "identified_arm", "correct")
+               "identified_arm", "correct", "round_regret")
 
     @classmethod
     def check(cls, scenario) -> None:
@@ -74,6 +74,7 @@ class Elimination(Protocol):
         self.reliable = lossy or bool({"link_down", "crash"} & set(sim.faults.kinds))
         self.timeout = self.params["timeout"] * self.slot
         self.t_delays: list[int] = []
+        self.round_regret = 0.0  # pseudo-regret of the pulls made during communication rounds
         self.history: list[tuple[int, np.ndarray, np.ndarray]] = []  # (r, I^(r), aggregate) per round
         self.final_arm = -1
         self.last_aggregate = np.zeros(k)
@@ -95,7 +96,10 @@ class Elimination(Protocol):
         """One slot of a communication round: every up agent pulls its local empirical best active arm."""
         up = self.up[: self.num_agents]
         agents = self.agents if up.all() else np.flatnonzero(up)
+        books = self.sim.bandit.regret
+        before = float(books.sum())
         self.sim.bandit.pull_many(agents, self.state.local_best(self.active)[agents], 1)
+        self.round_regret += float(books.sum()) - before
 
     # ------------------------------------------------------------------ epochs
     def _begin_epoch(self) -> None:
@@ -247,4 +251,7 @@ class Elimination(Protocol):
             "active_arms": int(self.active.sum()),
             "identified_arm": self.final_arm,
             "correct": float(self.final_arm == best) if self.final_arm >= 0 else float("nan"),
+            # the local-exploitation term of Theorems 3-4 (M (d_G - 1) per round at most): the part of
+            # group_regret that the communication structure changes (exploration is the same for all)
+            "round_regret": self.round_regret,
         }
