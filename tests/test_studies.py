@@ -419,3 +419,118 @@ def test_report_opens_in_headless_chromium_with_every_figure_loaded(tiny):
     assert sorted(alt for alt, _, _ in images) == sorted(["over-time", "final", "side-by-side", "tradeoff", "loglog"])
     assert all(complete and width > 300 for _, complete, width in images), images
     assert headings == ["Figures", "Summary", "Study file", "meta.json"] and title == "tiny"
+
+
+# ---------------------------------------------------------------------- references, baselines, pairing
+REFERENCE = """
+title = "references"
+paired = "all"
+[scale.quick]
+trials = 3
+set = { "run.horizon" = 100, "run.checkpoints" = 4 }
+note = "tiny"
+[scale.paper]
+trials = 3
+note = "tiny"
+[grid]
+"network.agents" = [3, 5]
+[[variant]]
+name = "isolated"
+scenario = "quickstart"
+[[variant]]
+name = "flooding"
+scenario = "quickstart"
+set = { "protocol.name" = "dubey2020a-private", "protocol.epsilon" = inf, "protocol.gamma" = 1 }
+[[variant]]
+name = "pooled"
+scenario = "quickstart"
+set = { "protocol.name" = "central-ucb", "network.agents" = 4 }
+grid = false
+[[figure]]
+name = "against-agents"
+kind = "final"
+x = "network.agents"
+logx = true
+[[figure]]
+name = "difference"
+kind = "final"
+x = "network.agents"
+baseline = "isolated"
+[[figure]]
+name = "difference-over-time"
+kind = "series"
+baseline = "pooled"
+facet = "network.agents"
+"""
+
+
+@pytest.fixture(scope="module")
+def references(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("references")
+    results = netsim.study(write(folder, REFERENCE))
+    results.save(folder / "out")
+    return folder / "out", results
+
+
+def test_a_variant_off_the_grid_runs_once_and_is_drawn_as_a_reference(references):
+    folder, results = references
+    trials = results.trials
+    assert len(trials) == (2 + 2 + 1) * 3
+    pooled = trials[trials["variant"] == "pooled"]
+    assert pooled["network.agents"].isna().all() and (pooled["agents"] == 4).all()
+    data = figure_csv(folder, "against-agents")
+    line = data[data["hue"] == "pooled"]
+    assert len(line) == 1 and math.isnan(line["x"].item())
+    assert line["mean"].item() == pytest.approx(pooled["group_regret"].mean())
+    study = studies.study_from_meta(results.meta)
+    figure = study.figures[0]
+    canvas = SF.draw(figure, SF.figure_data(figure, results.tables()), study, 3)
+    ax = canvas.axes[0]
+    assert ax.get_xscale() == "log"  # logx is honoured on a final figure
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "pooled (reference, no grid)" in texts
+    dotted = [drawn for drawn in ax.get_lines() if drawn.get_linestyle() == ":"]
+    assert len(dotted) == 1 and np.allclose(dotted[0].get_ydata(), line["mean"].item())
+
+
+def test_paired_differences_from_a_baseline_match_an_independent_computation(references):
+    folder, results = references
+    trials = results.trials
+    data = figure_csv(folder, "difference")
+    # the baseline itself is not drawn, nor the off-grid variant (no partner at its empty grid value)
+    assert set(data["hue"]) == {"flooding"}
+    base = trials[trials["variant"] == "isolated"].set_index(["network.agents", "trial"])["group_regret"]
+    for agents in (3, 5):
+        mine = trials[(trials["variant"] == "flooding") & (trials["network.agents"] == agents)]
+        diff = mine["group_regret"].to_numpy() - base.loc[[(agents, t) for t in mine["trial"]]].to_numpy()
+        row = data[(data["hue"] == "flooding") & (data["x"] == agents)]
+        assert [row["mean"].item(), row["lo"].item(), row["hi"].item()] == pytest.approx(expected_interval(diff))
+    # a baseline off the grid pairs with every grid point, trial by trial, time by time
+    series = results.timeseries
+    over = figure_csv(folder, "difference-over-time")
+    base = series[series["variant"] == "pooled"].set_index(["trial", "time"])["group_regret"]
+    mine = series[(series["variant"] == "isolated") & (series["network.agents"] == 5)]
+    last = mine["time"].max()
+    at = mine[mine["time"] == last]
+    diff = at["group_regret"].to_numpy() - base.loc[[(t, last) for t in at["trial"]]].to_numpy()
+    row = over[(over["facet"] == "5") & (over["hue"] == "isolated") & (over["time"] == last)]
+    assert [row["mean"].item(), row["lo"].item(), row["hi"].item()] == pytest.approx(expected_interval(diff))
+
+
+def test_paired_all_shares_trial_seeds_across_grid_points(references):
+    _, results = references
+    keys = {tuple(p["seed_key"]) for p in results.meta["points"]}
+    assert len(keys) == 1  # paired = "all": one seed per trial for the whole study
+    tiny_plan = studies.plan(studies.parse(__import__("tomllib").loads(STUDY), path=Path("t.toml")), "quick")
+    by_grid = {}
+    for point in tiny_plan.points:
+        by_grid.setdefault(point.assignments["network.agents"], set()).add(point.key)
+    assert all(len(k) == 1 for k in by_grid.values()) and len(set().union(*by_grid.values())) == 2
+
+
+def test_a_hue_keeps_its_colour_in_every_figure(tiny):
+    study = studies.load(json.loads((tiny / "meta.json").read_text())["study"]["file"])
+    final, tradeoff = study.figures[1], study.figures[3]
+    a = SF.colours(final, study, ["flooding", "isolated"])
+    b = SF.colours(tradeoff, study, ["pooled", "flooding"])
+    assert a["flooding"] == b["flooding"] and a["isolated"] != a["flooding"]

@@ -20,11 +20,11 @@ from typing import Any
 
 from netsim import runner
 from netsim.studies.plan import StudyPlan, StudyPoint, StudyUnit, plan
-from netsim.studies.spec import DEFAULT_STUDY, KINDS, SCALES, Figure, Scale, Study, Variant, bundled, load
+from netsim.studies.spec import DEFAULT_STUDY, KINDS, SCALES, Figure, Scale, Study, Variant, bundled, load, parse
 from netsim.studies.tables import HEADLINE
 
 __all__ = ["DEFAULT_STUDY", "KINDS", "SCALES", "Figure", "Scale", "Study", "StudyPlan", "StudyPoint", "StudyUnit",
-           "Variant", "bundled", "draw_folder", "load", "metrics", "plan", "run", "study_from_meta"]
+           "Variant", "bundled", "draw_folder", "load", "metrics", "parse", "plan", "run", "study_from_meta"]
 
 
 def metrics(study: Study) -> list[str]:

@@ -6,12 +6,25 @@ plots: one row per curve point, bar or trade-off point, with its mean, 95 % inte
 
 What a figure pools: rows that differ only in columns the figure does not name (not ``x``,
 ``hue`` or ``facet``) are pooled into one mean. Failed trials are left out (and counted).
+
+References: a variant with ``grid = false`` has no value in the grid columns; where such a
+column is a figure's ``x`` its row gets ``x`` empty and is drawn as a horizontal line with its
+band across the panel; where it is the ``facet`` the row is drawn in every panel.
+
+Baselines: with ``baseline = "NAME"`` the metric of every row is replaced by its difference from
+the baseline variant's row of the same trial at the same grid point (or any grid point, when the
+baseline does not run on the grid; and at the same time for a series), before the statistics: the
+interval is then the paired one. Rows without a baseline partner are left out; the baseline
+itself is not drawn.
+
+Order and colours: curves follow the study's variant order (or the grid's value order), and a
+hue value has the same colour in every figure of a study.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,18 +47,57 @@ def _label(column: str) -> str:
     return LABELS.get(column, column)
 
 
+def _text(value: Any) -> str:
+    """A group label as legends and the CSV show it (an integral float without its .0)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def _numeric(values: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
 
 
-def _selected(figure: Figure, frame: pd.DataFrame, failed: set[tuple[int, int]]) -> pd.DataFrame:
-    """The rows a figure draws: its variants, without failed trials; hue and facet as columns."""
-    rows = frame[frame["variant"].isin(figure.variants)] if figure.variants else frame
+def _params(frame: pd.DataFrame) -> list[str]:
+    """The parameter columns of a study table (between ``variant`` and ``point``)."""
+    columns = list(frame.columns)
+    return columns[columns.index("variant") + 1: columns.index("point")]
+
+
+def _paired(figure: Figure, frame: pd.DataFrame, on: list[str]) -> pd.DataFrame:
+    """``frame`` with ``figure.y`` replaced by its difference from the baseline variant's row that
+    shares ``on`` (trial, time) and the grid values the baseline has (see the module docstring)."""
+    base = frame[frame["variant"] == figure.baseline]
+    # the grid columns: those that vary between the baseline's own points (a figure's other keys,
+    # e.g. protocol.epsilon when variants are separate scenarios, are constant for the baseline)
+    grid = [c for c in _params(frame) if base[c].nunique() > 1]
+    keys = grid + on
+    partner = base.set_index(keys)[figure.y]
+    if partner.index.has_duplicates:
+        partner = partner.groupby(level=list(range(len(keys)))).first()
+    rows = frame[frame["variant"] != figure.baseline]
+    index = pd.MultiIndex.from_frame(rows[keys]) if len(keys) > 1 else pd.Index(rows[keys[0]])
+    other = partner.reindex(index).to_numpy(dtype=float)
+    rows = rows.assign(**{figure.y: rows[figure.y].to_numpy(dtype=float) - other})
+    return rows[~np.isnan(other)]
+
+
+def _selected(figure: Figure, frame: pd.DataFrame, failed: set[tuple[int, int]], on: list[str]) -> pd.DataFrame:
+    """The rows a figure draws: its variants, without failed trials, as baseline differences when
+    asked; hue and facet as text columns (a reference's empty facet: one copy per panel)."""
+    rows = frame[frame["variant"].isin([*figure.variants, figure.baseline])] if figure.variants else frame
     if failed:
-        keep = [(p, t) not in failed for p, t in zip(rows["point"], rows["trial"])]
-        rows = rows[keep]
-    rows = rows.assign(_hue=rows[figure.hue].astype(str) if figure.hue else NONE,
-                       _facet=rows[figure.facet].astype(str) if figure.facet else NONE)
+        rows = rows[[(p, t) not in failed for p, t in zip(rows["point"], rows["trial"])]]
+    if figure.baseline:
+        rows = _paired(figure, rows, on)
+    rows = rows.assign(_hue=rows[figure.hue].map(_text) if figure.hue else NONE,
+                       _facet=rows[figure.facet].map(_text) if figure.facet else NONE)
+    if figure.facet:
+        empty = rows[figure.facet].isna()
+        if empty.any():
+            panels = [f for f in dict.fromkeys(rows.loc[~empty, "_facet"])]
+            copies = [rows[empty].assign(_facet=panel) for panel in panels]
+            rows = pd.concat([rows[~empty], *copies], ignore_index=True)
     return rows
 
 
@@ -66,21 +118,20 @@ def figure_data(figure: Figure, tables: Mapping[str, pd.DataFrame]) -> pd.DataFr
             blocks.append(block.assign(facet=metric))
         return pd.concat(blocks, ignore_index=True)
     trials = tables["study"]
-    failed = set(zip(trials.loc[trials["status"] == "failed", "point"], trials.loc[trials["status"] == "failed",
-                                                                                 "trial"]))
+    failed_rows = trials["status"] == "failed"
+    failed = set(zip(trials.loc[failed_rows, "point"], trials.loc[failed_rows, "trial"]))
     if figure.kind == "series":
-        rows = _selected(figure, tables["study_timeseries"], failed)
+        rows = _selected(figure, tables["study_timeseries"], failed, ["trial", "time"])
         data = summarise(rows, ["_facet", "_hue", "time"], figure.y)
         return data.rename(columns={"_facet": "facet", "_hue": "hue"})
-    all_rows = _selected(figure, trials, set())
+    all_rows = _selected(figure, trials, set(), ["trial"])
     rows = all_rows[all_rows["status"] != "failed"]
     if figure.kind == "tradeoff":
         by = ["_facet", "_hue", "point"]
-        xs = summarise(rows, by, figure.x, "x_")
-        ys = summarise(rows, by, figure.y, "y_")
-        data = xs.merge(ys, on=by)
+        data = summarise(rows, by, figure.x, "x_").merge(summarise(rows, by, figure.y, "y_"), on=by)
+        params = _params(all_rows)
         points = all_rows.drop_duplicates("point").set_index("point")
-        data.insert(3, "label", [_point_label(points, p) for p in data["point"]])
+        data.insert(3, "label", [_point_label(points, p, params) for p in data["point"]])
         data["pareto"] = False
         for facet in data["_facet"].unique():
             here = data["_facet"] == facet
@@ -90,8 +141,9 @@ def figure_data(figure: Figure, tables: Mapping[str, pd.DataFrame]) -> pd.DataFr
     by = ["_facet", "_hue", figure.x]
     data = summarise(rows, by, figure.y).merge(_counts(all_rows, by), on=by, how="left")
     data[["unfinished", "failed"]] = data[["unfinished", "failed"]].fillna(0).astype(int)
-    if _numeric(data[figure.x]):
-        data = data.sort_values(["_facet", "_hue", figure.x], kind="stable")
+    if _numeric(data[figure.x]):  # ascending x within each curve, curves kept in their order
+        data["_order"] = data.groupby(["_facet", "_hue"], sort=False).ngroup()
+        data = data.sort_values(["_order", figure.x], kind="stable").drop(columns="_order")
     if figure.kind == "loglog":
         data["slope"] = np.nan
         for (facet, hue), group in data.groupby(["_facet", "_hue"], sort=False):
@@ -100,37 +152,65 @@ def figure_data(figure: Figure, tables: Mapping[str, pd.DataFrame]) -> pd.DataFr
     return data.rename(columns={"_facet": "facet", "_hue": "hue", figure.x: "x"}).reset_index(drop=True)
 
 
-def _point_label(points: pd.DataFrame, point: int) -> str:
+def _point_label(points: pd.DataFrame, point: int, params: list[str]) -> str:
     """A trade-off point's label: its variant, and the parameters that vary between that variant's points."""
-    columns = list(points.columns)
-    params = columns[columns.index("variant") + 1: columns.index("point")] if "point" in columns else \
-        columns[columns.index("variant") + 1: columns.index("scenario")]
     row = points.loc[point]
     same = points[points["variant"] == row["variant"]]
-    varying = [f"{key}={row[key]}" for key in params if same[key].nunique() > 1]
+    varying = [f"{key}={_text(row[key])}" for key in params if same[key].nunique() > 1]
     return f"{row['variant']} ({', '.join(varying)})" if varying else str(row["variant"])
 
 
 # ---------------------------------------------------------------------- drawing
-def draw(figure: Figure, data: pd.DataFrame, study: Study, trials: int) -> MplFigure:
-    """The matplotlib figure of ``figure`` from its :func:`figure_data` (one panel per facet)."""
+def order(column: str, study: Study, present: Sequence[str]) -> list[str]:
+    """The values of a hue or facet ``column`` in the study's order: variants as listed, grid values
+    as given, anything else in order of appearance."""
+    if column == "variant":
+        known = [v.name for v in study.variants]
+    elif column in study.grid:
+        known = [_text(v) for v in study.grid[column]]
+    else:
+        known = []
+    present = list(dict.fromkeys(present))
+    return [v for v in known if v in present] + [v for v in present if v not in known]
+
+
+def colours(figure: Figure, study: Study, hues: Sequence[str]) -> dict[str, Any]:
+    """One colour per hue value, the same in every figure of the study (by the study's order)."""
     import seaborn as sns
 
-    facets = list(dict.fromkeys(data["facet"])) or [NONE]
-    hues = list(dict.fromkeys(data["hue"])) or [NONE]
-    colours = dict(zip(hues, sns.color_palette("colorblind", max(len(hues), 1))))
+    if figure.hue == "variant":
+        every = [v.name for v in study.variants]
+    elif figure.hue in study.grid:
+        every = [_text(v) for v in study.grid[figure.hue]]
+    else:
+        every = list(hues)
+    palette = sns.color_palette("colorblind", max(len(every), 1))
+    table = dict(zip(every, palette))
+    extra = [h for h in hues if h not in table]
+    table.update(zip(extra, sns.color_palette("dark", max(len(extra), 1))))
+    return table
+
+
+def draw(figure: Figure, data: pd.DataFrame, study: Study, trials: int) -> MplFigure:
+    """The matplotlib figure of ``figure`` from its :func:`figure_data` (one panel per facet)."""
+    facets = (list(figure.metrics) if figure.panels else order(figure.facet, study, data["facet"])) or [NONE]
+    hues = order(figure.hue, study, data["hue"]) if figure.hue else [NONE]
+    palette = colours(figure, study, hues)
     columns = min(3, len(facets))
     rows = -(-len(facets) // columns)
     canvas = MplFigure(figsize=(5.4 * columns, 4.0 * rows + 0.6), layout="constrained")
     axes = np.atleast_1d(canvas.subplots(rows, columns, squeeze=False)).ravel()
+    painter = {"series": _series, "final": _final, "loglog": _final, "tradeoff": _tradeoff}[figure.kind]
     for ax, facet in zip(axes, facets):
         here = data[data["facet"] == facet]
-        painter = {"series": _series, "final": _final, "loglog": _final, "tradeoff": _tradeoff}[figure.kind]
-        painter(ax, replace(figure, y=facet) if figure.panels else figure, here, hues, colours)
+        painter(ax, replace(figure, y=facet) if figure.panels else figure, here, hues, palette)
         if figure.panels:
             ax.set_title(_label(facet), fontsize=10)
         elif figure.facet:
             ax.set_title(f"{figure.facet} = {facet}", fontsize=10)
+        if figure.baseline:
+            ax.axhline(0.0, color="0.4", linewidth=0.8)
+            ax.set_ylabel(f"{ax.get_ylabel()}\nminus {figure.baseline} (paired)")
         if figure.logy:
             ax.set_yscale("log")
         if figure.logx:
@@ -152,23 +232,29 @@ def _legend(hue: str, here: pd.DataFrame) -> str:
     return label
 
 
-def _series(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], colours: dict) -> None:
+def _series(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], palette: dict) -> None:
     for hue in hues:
         curve = data[data["hue"] == hue].sort_values("time")
         if curve.empty:
             continue
-        ax.plot(curve["time"], curve["mean"], color=colours[hue], label=_legend(hue, curve))
-        ax.fill_between(curve["time"], curve["lo"], curve["hi"], color=colours[hue], alpha=0.2, linewidth=0)
+        ax.plot(curve["time"], curve["mean"], color=palette[hue], label=_legend(hue, curve))
+        ax.fill_between(curve["time"], curve["lo"], curve["hi"], color=palette[hue], alpha=0.2, linewidth=0)
     ax.set_xlabel(_label("time"))
     ax.set_ylabel(_label(figure.y))
 
 
-def _final(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], colours: dict) -> None:
-    numeric = _numeric(data["x"]) if len(data) else True
-    categories = list(dict.fromkeys(data["x"].astype(str))) if not numeric else []
+def _final(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], palette: dict) -> None:
+    reference = data["x"].isna()
+    drawn, lines = data[~reference], data[reference]
+    numeric = _numeric(drawn["x"]) if len(drawn) else True
+    categories = list(dict.fromkeys(drawn["x"].astype(str))) if not numeric else []
     width = 0.8 / max(len(hues), 1)
     for index, hue in enumerate(hues):
-        points = data[data["hue"] == hue]
+        points = drawn[drawn["hue"] == hue]
+        for _, line in lines[lines["hue"] == hue].iterrows():
+            ax.axhline(line["mean"], color=palette[hue], linestyle=":", linewidth=1.2,
+                       label=f"{_legend(hue, lines[lines['hue'] == hue])} (reference, no grid)")
+            ax.axhspan(line["lo"], line["hi"], color=palette[hue], alpha=0.12, linewidth=0)
         if points.empty:
             continue
         if numeric:
@@ -181,7 +267,7 @@ def _final(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], colours
             label += f", slope {points['slope'].iloc[0]:.2f}"
         means = points["mean"].to_numpy(dtype=float)
         error = np.vstack([means - points["lo"].to_numpy(dtype=float), points["hi"].to_numpy(dtype=float) - means])
-        ax.errorbar(xs, means, yerr=error, color=colours[hue], marker="o", markersize=4, capsize=3,
+        ax.errorbar(xs, means, yerr=error, color=palette[hue], marker="o", markersize=4, capsize=3,
                     linestyle="-" if numeric else "none", label=label)
     if not numeric:
         ax.set_xticks(range(len(categories)), categories, rotation=30 if len(categories) > 4 else 0,
@@ -190,15 +276,16 @@ def _final(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], colours
     ax.set_ylabel(_label(figure.y))
 
 
-def _tradeoff(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], colours: dict) -> None:
+def _tradeoff(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], palette: dict) -> None:
     for hue in hues:
         points = data[data["hue"] == hue]
         if points.empty:
             continue
         xerr = np.vstack([points["x_mean"] - points["x_lo"], points["x_hi"] - points["x_mean"]])
         yerr = np.vstack([points["y_mean"] - points["y_lo"], points["y_hi"] - points["y_mean"]])
-        ax.errorbar(points["x_mean"], points["y_mean"], xerr=xerr, yerr=yerr, color=colours[hue], marker="o",
-                    markersize=5, capsize=2, linestyle="none", label=_legend(hue, points))
+        ax.errorbar(points["x_mean"], points["y_mean"], xerr=xerr, yerr=yerr, color=palette[hue], marker="o",
+                    markersize=5, capsize=2, linestyle="-" if len(points) > 1 else "none", linewidth=0.8,
+                    label=_legend(hue, points))  # a variant's grid points joined in grid order
         if len(data) <= 12:  # beyond that, labels would hide the points: the CSV has them
             for _, point in points.iterrows():
                 ax.annotate(point["label"], (point["x_mean"], point["y_mean"]), textcoords="offset points",

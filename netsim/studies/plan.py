@@ -4,7 +4,10 @@ Seeds: unit (variant, grid point, trial) runs with
 ``SeedSequence(study.seed, spawn_key=(*point_key(grid point), trial))``; the seed does **not**
 depend on the variant, so trial ``i`` of every variant at one grid point sees the same reward
 draws wherever the scenarios share a bandit (common random numbers: the comparison between
-variants is paired, and its spread is not inflated by independent reward noise).
+variants is paired, and its spread is not inflated by independent reward noise). With
+``paired = "all"`` the grid point is left out of the key too: trial ``i`` has one seed across
+the whole study (curves along a grid axis are then paired as well). A variant with
+``grid = false`` runs once, with no grid assignment (its grid columns are empty).
 
 Units are stored and reused like a sweep's (:mod:`netsim.sweeps.store`): a unit's identity is a
 hash of its resolved scenario, its grid point and its trial.
@@ -47,11 +50,12 @@ class StudyPoint:
     assignments: Mapping[str, Any]
     params: Mapping[str, Any]
     scenario: S.Scenario
+    paired: str = "variants"
 
     @property
     def key(self) -> tuple[int, int]:
-        """Spawn-key prefix of the unit seeds: the grid point's, shared by every variant."""
-        return point_key(self.assignments)
+        """Spawn-key prefix of the unit seeds: the grid point's (shared by every variant), or one for all."""
+        return point_key({} if self.paired == "all" else self.assignments)
 
     def label(self) -> str:
         """``variant`` or ``variant (key=value, ...)`` for a grid point."""
@@ -88,8 +92,8 @@ class StudyPlan:
 
     def describe(self) -> dict[str, Any]:
         return {"study": self.study.name, "file": self.study.path, "scale": self.scale.name, "trials": self.trials,
-                "seed": self.study.seed, "grid": {k: list(v) for k, v in self.study.grid.items()},
-                "variants": [v.name for v in self.study.variants], "points": len(self.points)}
+                "seed": self.study.seed, "paired": self.study.paired,
+                "grid": {k: list(v) for k, v in self.study.grid.items()}, "variants": [v.name for v in self.study.variants], "points": len(self.points)}
 
 
 def variant_overrides(variant: Variant, scale: Scale) -> dict[str, Any]:
@@ -109,15 +113,15 @@ def plan(study: Study, scale: str = "quick", *, trials: int | None = None) -> St
     if not 1 <= trials <= 100_000:
         raise InputError(f"--trials {trials}: accepted: 1 .. 100000")
     combos = list(itertools.product(*study.grid.values()))
-    if len(study.variants) * len(combos) * trials > MAX_UNITS:
+    units = sum(len(combos) if v.grid else 1 for v in study.variants) * trials
+    if units > MAX_UNITS:
         raise InputError(f"{len(study.variants)} variants x {len(combos)} grid points x {trials} trials make "
-                         f"{len(study.variants) * len(combos) * trials:,} units; accepted: at most {MAX_UNITS:,}",
-                         source=study.path)
+                         f"{units:,} units; accepted: at most {MAX_UNITS:,}", source=study.path)
     keys = study.parameters()
     points: list[StudyPoint] = []
     for variant in study.variants:
         base = variant_overrides(variant, chosen)
-        for combo in combos:
+        for combo in combos if variant.grid else [()]:
             assignments = dict(zip(study.grid, combo))
             at = ", ".join(f"{k}={toml_value(v)}" for k, v in assignments.items())
             where = f"variant {variant.name!r}" + (f" at {at}" if at else "")
@@ -128,13 +132,16 @@ def plan(study: Study, scale: str = "quick", *, trials: int | None = None) -> St
                 raise InputError(f"{where}: {exc}", source=study.path) from None
             params = {}
             for key in keys:
+                if key in study.grid and not variant.grid:
+                    params[key] = None  # run once: no grid value (a reference in the figures)
+                    continue
                 value = resolved(scenario, key)
                 if value is _MISSING:
                     raise InputError(f"{where}: its scenario has no key {key!r} (used by a figure or the grid); "
                                      "accepted: keys every drawn variant has (see netsim show "
                                      f"{variant.scenario})", source=study.path)
                 params[key] = value
-            points.append(StudyPoint(len(points), variant.name, assignments, params, scenario))
+            points.append(StudyPoint(len(points), variant.name, assignments, params, scenario, study.paired))
     result = StudyPlan(study, chosen, trials, tuple(points))
     check_figures(result)
     return result

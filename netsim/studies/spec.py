@@ -6,6 +6,7 @@ A study is a TOML file (bundled ones live in ``scenarios/studies/`` and run by n
     source = "Li & Song 2022, Fig. 10"
     notes = "What the paper shows, what netsim shows, and why they differ (if they do)."
     seed = 1                                    # root seed of every unit (default 1)
+    paired = "variants"                         # trial i's seed is shared by the variants ("all": and grid points)
 
     [scale.quick]                               # every study has a quick and a paper scale
     trials = 4
@@ -24,6 +25,7 @@ A study is a TOML file (bundled ones live in ``scenarios/studies/`` and run by n
     scenario = "li2022-fig10-ring"              # bundled name, or a file relative to the study
     set = { "protocol.epsilon" = 1 }
     scale = { quick = { "run.horizon" = 5000 } }   # overrides of this variant at one scale
+    grid = true                                 # false: run once (a reference drawn across x)
 
     [[figure]]
     kind = "series"                             # series | final | tradeoff | loglog
@@ -44,7 +46,10 @@ Figure kinds (:data:`KINDS`; the statistics are in :mod:`netsim.studies.stats`):
 
 ``x``, ``hue`` and ``facet`` name ``variant``, a grid key or any dotted scenario key (its value
 is read from each variant's resolved scenario, so ``protocol.epsilon`` works without a grid);
-``facet`` draws one panel per value.
+``facet`` draws one panel per value. A variant with ``grid = false`` runs once; where a figure's
+``x`` or ``facet`` is a grid key it is drawn as a reference (a horizontal line and band across
+the panel, in every panel). ``baseline = "NAME"`` (series, final) draws each variant's paired
+difference from variant NAME: trial by trial, at the same grid point (the units share seeds).
 """
 
 from __future__ import annotations
@@ -78,6 +83,8 @@ TOP = {
     "source": P.text("", doc="paper and figure the study reproduces"),
     "notes": P.text("", doc="what the paper shows, what netsim shows and why (shown in the report)"),
     "seed": P.integer(1, low=0, doc="root seed of every unit"),
+    "paired": P.choice(("variants", "all"), "variants",
+                       doc="which units share trial i's seed: the variants at one grid point, or all"),
     "scale": P.table(doc="the scales: quick and paper"),
     "grid": P.table({}, doc="dotted key -> list of values, applied to every variant"),
     "variant": P.Field("a list of [[variant]] tables", lambda v: v if isinstance(v, list) else None),
@@ -93,6 +100,7 @@ VARIANT = {
     "scenario": P.text(doc="bundled scenario name, or a file relative to the study file"),
     "set": P.table({}, doc="overrides of this variant"),
     "scale": P.table({}, doc="scale name -> overrides of this variant at that scale"),
+    "grid": P.boolean(True, doc="false: run once, not at every grid point (a reference drawn across the x axis)"),
 }
 FIGURE = {
     "name": P.text("", doc="file name of the figure (default: kind, y and x)"),
@@ -109,6 +117,7 @@ FIGURE = {
     "logy": P.boolean(False, doc="logarithmic y axis"),
     "logx": P.boolean(False, doc="logarithmic x axis"),
     "caption": P.text("", doc="shown under the figure in the report"),
+    "baseline": P.text("", doc="series, final: plot each variant's paired difference from this variant"),
 }
 
 
@@ -130,6 +139,7 @@ class Variant:
     scenario: str
     set: Mapping[str, Any]
     scale: Mapping[str, Mapping[str, Any]]
+    grid: bool = True
 
 
 @dataclass(frozen=True)
@@ -148,6 +158,7 @@ class Figure:
     logy: bool
     logx: bool
     caption: str
+    baseline: str = ""
 
     @property
     def panels(self) -> bool:
@@ -172,6 +183,7 @@ class Study:
     source: str
     notes: str
     seed: int
+    paired: str
     path: str
     text: str
     scales: Mapping[str, Scale]
@@ -267,7 +279,8 @@ def parse(document: Mapping[str, Any], *, path: Path, text: str = "") -> Study:
     if points > MAX_POINTS:
         raise InputError(f"{points:,} grid points; accepted: at most {MAX_POINTS:,}", source=source, key="grid")
     return Study(name=top.get("name") or path.stem, title=top["title"], description=top["description"],
-                 source=top["source"], notes=top["notes"], seed=top["seed"], path=source, text=text,
+                 source=top["source"], notes=top["notes"], seed=top["seed"], paired=top["paired"], path=source,
+                 text=text,
                  scales=scales, grid=grid, variants=tuple(variants), figures=tuple(figures))
 
 
@@ -325,7 +338,8 @@ def _variant(index: int, raw: Any, scales: Mapping[str, Scale], path: Path) -> V
             raise InputError(f"unknown scale {P.bounded_repr(name)}; accepted: {', '.join(scales)}", source=source,
                              key=f"{where}.scale")
         per_scale[name] = overrides(table, f"{where}.scale.{name}", source)
-    return Variant(values["name"], scenario, overrides(values["set"], f"{where}.set", source), per_scale)
+    return Variant(values["name"], scenario, overrides(values["set"], f"{where}.set", source), per_scale,
+                   values["grid"])
 
 
 def _figure(index: int, raw: Any, variants: Sequence[str], source: str) -> Figure:
@@ -364,7 +378,14 @@ def _figure(index: int, raw: Any, variants: Sequence[str], source: str) -> Figur
             raise InputError(f"{P.bounded_repr(column)}: accepted: 'variant', a grid key or a dotted scenario key",
                              source=source, key=f"{where}.{key}")
     name = values["name"] or f"{kind}-{y}" + (f"-by-{x.rsplit('.', 1)[-1]}" if kind in ("final", "loglog") else "")
+    baseline = values["baseline"]
+    if baseline and (baseline not in variants or kind not in ("series", "final")):
+        raise InputError(f"baseline {P.bounded_repr(baseline)}: accepted: with kind series or final, one of "
+                         f"{', '.join(variants)}", source=source, key=f"{where}.baseline")
+    if baseline and hue != "variant":
+        raise InputError("a baseline needs one curve per variant; accepted: hue = 'variant' (the default)",
+                         source=source, key=f"{where}.baseline")
     logged = kind == "loglog"
     return Figure(name=name, kind=kind, y=y, x=x, metrics=metrics, hue=hue, facet=values["facet"],
                   variants=values["variants"], title=values["title"], logy=values["logy"] or logged,
-                  logx=values["logx"] or logged, caption=values["caption"])
+                  logx=values["logx"] or logged, caption=values["caption"], baseline=baseline)

@@ -25,6 +25,11 @@ from netsim.sweeps.tables import cell
 HEADLINE = ("group_regret", "comm_cost", "messages_sent")
 
 
+def _cell(value: Any) -> Any:
+    """A parameter's table cell (empty, i.e. NaN, for a variant that does not run on the grid)."""
+    return float("nan") if value is None else cell(value)
+
+
 def front(plan: StudyPlan) -> list[str]:
     """The leading columns of every study table."""
     return ["study", "variant", *plan.study.parameters(), "point"]
@@ -41,7 +46,7 @@ def tables(plan: StudyPlan, results: Mapping[str, TrialResult]) -> dict[str, pd.
         for unit in units:
             frame = build([results[unit.id]]).reset_index(drop=True)
             lead = {"study": plan.study.name, "variant": unit.point.variant,
-                    **{key: cell(unit.point.params[key]) for key in keys}, "point": unit.point.index}
+                    **{key: _cell(unit.point.params[key]) for key in keys}, "point": unit.point.index}
             frames.append(pd.concat([pd.DataFrame({k: [v] * len(frame) for k, v in lead.items()}), frame], axis=1))
         combined = pd.concat(frames, ignore_index=True)
         if name == "study":
