@@ -93,7 +93,8 @@ class StudyPlan:
     def describe(self) -> dict[str, Any]:
         return {"study": self.study.name, "file": self.study.path, "scale": self.scale.name, "trials": self.trials,
                 "seed": self.study.seed, "paired": self.study.paired,
-                "grid": {k: list(v) for k, v in self.study.grid.items()}, "variants": [v.name for v in self.study.variants], "points": len(self.points)}
+                "grid": {k: list(v) for k, v in self.study.grid.items()},
+                "variants": [v.name for v in self.study.variants], "points": len(self.points)}
 
 
 def variant_overrides(variant: Variant, scale: Scale) -> dict[str, Any]:
