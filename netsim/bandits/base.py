@@ -85,6 +85,16 @@ class BanditEnvironment:
         n = np.broadcast_to(np.asarray(n, dtype=np.int64), agents.shape)
         if np.any(n < 0):
             raise ValueError("number of pulls must be >= 0")
+        if len(agents) == 1:  # one pull (pull(), sequential learners): no counting, sorting or scattering
+            agent = int(agents[0])
+            if self._cursor[agent] >= self._block:
+                self._refill(agent)
+            u = self._buffer[agent, self._cursor[agent]: self._cursor[agent] + 1]
+            self._cursor[agent] += 1
+            rewards = self._rewards(agents, arms, n, u)
+            self.regret[agent] += n[0] * self._pull_gaps(agents, arms)[0]  # the float addition np.add.at makes
+            self.pulls[agent] += n[0]
+            return rewards
         u = self._uniforms(agents)
         rewards = self._rewards(agents, arms, n, u)
         self._record(agents, arms, n)
@@ -119,18 +129,17 @@ class BanditEnvironment:
         np.add.at(self.pulls, agents, n)
 
     def _pull_gaps(self, agents: np.ndarray, arms: np.ndarray) -> np.ndarray:
-        """Expected regret of one pull of ``arms[j]`` by ``agents[j]``."""
-        return self.gaps[arms]
+        """Expected regret of one pull of ``arms[j]`` by ``agents[j]``: the gaps of the global means,
+        computed once per ``local_means`` array (no kind changes it in place)."""
+        if self._gaps_of is not self.local_means:
+            self._gaps_of, self._gaps = self.local_means, self.gaps
+        return self._gaps[arms]
 
     def _walk_gaps(self, agent: int, arms: np.ndarray) -> np.ndarray:
         """:meth:`_pull_gaps` for one agent's pulls of ``arms`` (:meth:`pull_walk`). Unless a kind
         overrides :meth:`_pull_gaps` (gaps that depend on the agent's state), these are the gaps of the
         global means, computed once per ``local_means`` array (no kind changes it in place)."""
-        if type(self)._pull_gaps is not BanditEnvironment._pull_gaps:
-            return self._pull_gaps(np.full(len(arms), agent), arms)
-        if self._gaps_of is not self.local_means:
-            self._gaps_of, self._gaps = self.local_means, self.gaps
-        return self._gaps[arms]
+        return self._pull_gaps(np.full(len(arms), agent), arms)
 
     def _rewards(self, agents: np.ndarray, arms: np.ndarray, n: np.ndarray, u: np.ndarray) -> np.ndarray:
         raise NotImplementedError
