@@ -24,6 +24,7 @@ hue value has the same colour in every figure of a study.
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -221,7 +222,14 @@ def draw(figure: Figure, data: pd.DataFrame, study: Study, trials: int) -> MplFi
     for ax in axes[len(facets):]:
         ax.set_visible(False)
     title = figure.title or study.title or study.name
-    canvas.suptitle(f"{title}\nmean and {CONFIDENCE:.0%} Student-t interval over {trials} trial(s)", fontsize=10)
+    note = f"mean and {CONFIDENCE:.0%} Student-t interval over {trials} trial(s)"
+    if "unfinished" in data.columns:  # counted once: in the first panel (the others repeat the trials)
+        unfinished = int(data.loc[data["facet"] == facets[0], "unfinished"].sum())
+        if unfinished:
+            note += f"; {unfinished} trial(s) unfinished at the horizon"
+    width = 75 * columns  # characters that fit above the panels
+    lines = [*textwrap.wrap(title, width), *textwrap.wrap(note, width)]
+    canvas.suptitle("\n".join(lines), fontsize=10)
     return canvas
 
 
