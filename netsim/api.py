@@ -181,8 +181,8 @@ def run_plan(plan_: Plan, *, jobs: int = 1, executor: str | runner.Executor | No
 
 def study(name: str | Path | None = None, *, scale: str = "quick", trials: int | None = None, jobs: int = 1,
           executor: str | runner.Executor | None = None, scheduler: str | None = None,
-          scheduler_timeout: float = runner.DEFAULT_SCHEDULER_TIMEOUT, out: str | Path | None = None,
-          progress: bool = False) -> Results:
+          scheduler_timeout: float = runner.DEFAULT_SCHEDULER_TIMEOUT, set: Overrides | None = None,
+          out: str | Path | None = None, progress: bool = False) -> Results:
     """Run a study (variants side by side, a grid, figure specs) at one scale, as ``netsim study`` does.
 
     Parameters
@@ -194,6 +194,8 @@ def study(name: str | Path | None = None, *, scale: str = "quick", trials: int |
         each study says what its scales change.
     trials:
         Trials per variant and grid point (default: the scale's).
+    set:
+        Overrides of every variant, after the study's own (``{"bandit.file": "data/x.csv"}``).
     jobs, executor, scheduler, scheduler_timeout, progress:
         As for :func:`run`.
     out:
@@ -209,7 +211,8 @@ def study(name: str | Path | None = None, *, scale: str = "quick", trials: int |
     """
     from netsim import studies
 
-    plan_ = studies.plan(studies.load(name), scale, trials=trials)
+    plan_ = studies.plan(studies.load(name), scale, trials=trials,
+                         overrides=studies.set_options(_set_options(set)))
     started = stamp()
     with _executor(executor, jobs, scheduler, scheduler_timeout) as pool:
         if out is None:

@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="quick (about a minute) or paper (the paper's size where this machine allows); "
                             "default quick")
     study.add_argument("--trials", type=int, help="trials per variant and grid point (default: the scale's)")
+    study.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a scenario key of every variant, after the study's own overrides, e.g. "
+                            "--set bandit.file=data/diabetic_data.csv (repeatable)")
     study.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     _executor_options(study)
     study.add_argument("--out", type=Path, default=None, help="results folder (default: results/<study>-<scale>)")
@@ -289,7 +292,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     if args.trials is not None and not 1 <= args.trials <= 100_000:
         raise InputError(f"--trials {args.trials}: accepted: 1 .. 100000")
     study = studies.load(args.study)
-    plan = studies.plan(study, args.scale, trials=args.trials)
+    plan = studies.plan(study, args.scale, trials=args.trials, overrides=studies.set_options(args.overrides))
     out = output_path(args.out, Path("results") / f"{Path(study.name).name}-{args.scale}")
     units = plan.units()
     started = api.stamp()

@@ -534,3 +534,22 @@ def test_a_hue_keeps_its_colour_in_every_figure(tiny):
     a = SF.colours(final, study, ["flooding", "isolated"])
     b = SF.colours(tradeoff, study, ["pooled", "flooding"])
     assert a["flooding"] == b["flooding"] and a["isolated"] != a["flooding"]
+
+
+def test_a_scale_may_narrow_the_grid_and_set_applies_to_every_variant(tmp_path):
+    text = STUDY.replace('[scale.paper]\ntrials = 5', '[scale.paper]\ntrials = 5\ngrid = { "network.agents" = [4] }')
+    study = studies.parse(__import__("tomllib").loads(text), path=tmp_path / "t.toml", text=text)
+    assert {p.assignments["network.agents"] for p in studies.plan(study, "paper").points} == {4}
+    assert {p.assignments["network.agents"] for p in studies.plan(study, "quick").points} == {3, 6}
+    plan = studies.plan(study, "quick", overrides=studies.set_options(["bandit.arms=3", "run.horizon=50"]))
+    assert all(p.scenario.bandit["arms"] == 3 and p.scenario.run["horizon"] == 50 for p in plan.points)
+    bad = text.replace('grid = { "network.agents" = [4] }', 'grid = { "network.topology" = ["ring"] }')
+    with pytest.raises(netsim.InputError, match="scale.paper.grid.*not a key of \\[grid\\]"):
+        studies.parse(__import__("tomllib").loads(bad), path=tmp_path / "t.toml")
+
+
+def test_study_set_option_on_the_command_line(tmp_path, capsys):
+    path = write(tmp_path)
+    assert main(["study", str(path), "--set", "protocol.nope=1", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "variant 'isolated'" in err and "protocol.nope" in err

@@ -24,16 +24,28 @@ from netsim.studies.spec import DEFAULT_STUDY, KINDS, SCALES, Figure, Scale, Stu
 from netsim.studies.tables import HEADLINE
 
 __all__ = ["DEFAULT_STUDY", "KINDS", "SCALES", "Figure", "Scale", "Study", "StudyPlan", "StudyPoint", "StudyUnit",
-           "Variant", "bundled", "draw_folder", "load", "metrics", "parse", "plan", "run", "study_from_meta"]
+           "Variant", "bundled", "draw_folder", "load", "metrics", "parse", "plan", "run", "set_options",
+           "study_from_meta"]
+
+
+def set_options(texts: list[str]) -> dict[str, Any]:
+    """``--set KEY=VALUE`` options as a mapping of dotted keys to values (read as ``netsim run`` reads them)."""
+    from netsim.scenario import parse_override
+
+    return {".".join(keys): value for keys, value in map(parse_override, texts)}
 
 
 def metrics(study: Study) -> list[str]:
-    """The summary's metrics: the headline columns, then every figure's metrics."""
-    out = list(HEADLINE)
+    """The summary's metrics: every figure's metrics, then the communication columns (and the group
+    regret when no figure plots a metric)."""
+    out: list[str] = []
     for figure in study.figures:
         for metric in (*figure.metrics, figure.x if figure.kind == "tradeoff" else ""):
             if metric and metric not in out:
                 out.append(metric)
+    for metric in HEADLINE:
+        if metric not in out and (metric != "group_regret" or not out):
+            out.append(metric)
     return out
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from netsim import runner
@@ -102,14 +102,18 @@ def variant_overrides(variant: Variant, scale: Scale) -> dict[str, Any]:
     return {**variant.set, **scale.set, **variant.scale.get(scale.name, {})}
 
 
-def plan(study: Study, scale: str = "quick", *, trials: int | None = None) -> StudyPlan:
+def plan(study: Study, scale: str = "quick", *, trials: int | None = None,
+         overrides: Mapping[str, Any] | None = None) -> StudyPlan:
     """Validate the scenario of every variant at every grid point, and the figures, before anything runs.
 
-    Errors name the study file, the variant and the key.
+    ``overrides`` (dotted keys, as ``netsim study --set``) apply to every variant after the study's
+    own. Errors name the study file, the variant and the key.
     """
     if scale not in study.scales:
         raise InputError(f"--scale {scale!r}: accepted: {', '.join(study.scales)}", source=study.path)
     chosen = study.scales[scale]
+    if chosen.grid:  # this scale's values of some grid keys
+        study = replace(study, grid={key: chosen.grid.get(key, values) for key, values in study.grid.items()})
     trials = chosen.trials if trials is None else trials
     if not 1 <= trials <= 100_000:
         raise InputError(f"--trials {trials}: accepted: 1 .. 100000")
@@ -121,7 +125,7 @@ def plan(study: Study, scale: str = "quick", *, trials: int | None = None) -> St
     keys = study.parameters()
     points: list[StudyPoint] = []
     for variant in study.variants:
-        base = variant_overrides(variant, chosen)
+        base = {**variant_overrides(variant, chosen), **(overrides or {})}
         for combo in combos if variant.grid else [()]:
             assignments = dict(zip(study.grid, combo))
             at = ", ".join(f"{k}={toml_value(v)}" for k, v in assignments.items())

@@ -16,6 +16,7 @@ A study is a TOML file (bundled ones live in ``scenarios/studies/`` and run by n
     [scale.paper]
     trials = 100
     note = "the paper's size"
+    grid = { "network.delay.mean" = [0, 0.5, 1, 2, 4, 8] }   # this scale's grid values (optional)
 
     [grid]                                      # optional: a Cartesian grid applied to every variant
     "network.delay.mean" = [0, 1, 4]
@@ -93,6 +94,7 @@ TOP = {
 SCALE = {
     "trials": P.integer(low=1, high=100_000, doc="trials per variant and grid point"),
     "set": P.table({}, doc="overrides applied to every variant"),
+    "grid": P.table({}, doc="grid key -> the values this scale uses instead of the study's"),
     "note": P.text("", doc="what this scale changes from the paper, and why"),
 }
 VARIANT = {
@@ -129,6 +131,7 @@ class Scale:
     trials: int
     set: Mapping[str, Any]
     note: str
+    grid: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -250,9 +253,15 @@ def parse(document: Mapping[str, Any], *, path: Path, text: str = "") -> Study:
     scales = {name: _scale(name, raw, source) for name, raw in _tables(top["scale"], "scale", source).items()}
     for name in SCALES:
         if name not in scales:
-            raise InputError(f"missing [scale.{name}]; accepted: a table with trials (and set, note)",
+            raise InputError(f"missing [scale.{name}]; accepted: a table with trials (and set, grid, note)",
                              source=source, key=f"scale.{name}")
     grid = _grid(top["grid"], source)
+    for scale in scales.values():
+        for key in scale.grid:
+            if key not in grid:
+                raise InputError(f"{P.bounded_repr(key)} is not a key of [grid]; accepted: "
+                                 f"{', '.join(grid) or 'no keys (the study has no grid)'}", source=source,
+                                 key=f"scale.{scale.name}.grid")
     if not top["variant"]:
         raise InputError("no [[variant]]; accepted: at least one [[variant]] with name and scenario",
                          source=source, key="variant")
@@ -307,16 +316,17 @@ def overrides(raw: Any, where: str, source: str) -> dict[str, Any]:
 
 def _scale(name: str, raw: Mapping[str, Any], source: str) -> Scale:
     values = P.validate(raw, SCALE, where=f"scale.{name}", source=source)
-    return Scale(name, values["trials"], overrides(values["set"], f"scale.{name}.set", source), values["note"])
+    return Scale(name, values["trials"], overrides(values["set"], f"scale.{name}.set", source), values["note"],
+                 _grid(values["grid"], source, f"scale.{name}.grid"))
 
 
-def _grid(raw: Mapping[str, Any], source: str) -> dict[str, tuple[Any, ...]]:
+def _grid(raw: Mapping[str, Any], source: str, where: str = "grid") -> dict[str, tuple[Any, ...]]:
     grid = {}
     for key, values in raw.items():
-        overrides({key: None}, "grid", source)
+        overrides({key: None}, where, source)
         if not isinstance(values, list) or not values:
             raise InputError(f"got {P.bounded_repr(values)}; expected a non-empty list of values", source=source,
-                             key=f"grid.{key}")
+                             key=f"{where}.{key}")
         grid[key] = tuple(values)
     return grid
 
