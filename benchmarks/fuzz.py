@@ -5,8 +5,9 @@ every TOML type, out-of-range, nan, inf, huge, long, path-like; broken TOML) and
 (every command with random flags and values). Each input runs as its own ``netsim`` process with
 a time limit and is classified:
 
-* **accepted** (exit 0), **refused** (exit 2 with exactly one ``netsim: error:`` line),
-* **untidy refusal** (exit 2 with more than one line), **traceback** (any other exit, or a Python
+* **accepted** (exit 0), **refused** (exit 2 with exactly one ``netsim: error:`` line, the last;
+  only netsim's own progress lines may come before it),
+* **untidy refusal** (exit 2 otherwise: a usage block, several lines), **traceback** (any other exit, or a Python
   traceback on stderr), **hang** (no exit within ``--timeout`` seconds).
 
 The acceptance of issue 18 is 0 tracebacks, 0 hangs and every refusal one line. Runs are capped:
@@ -134,8 +135,9 @@ def classify(argv: list[str], workdir: Path, timeout: float) -> tuple[str, str]:
         last = err.splitlines()[-1] if err else f"exit {done.returncode}"
         return "traceback", f"{' '.join(argv)[:160]} -> {last[:200]}"
     if done.returncode == 2:
-        usage = all(line.startswith(("usage:", " ")) for line in lines[:-1])  # argparse prints its usage first
-        if lines and lines[-1].startswith("netsim") and "error:" in lines[-1] and (len(lines) == 1 or usage):
+        # exactly one error line, last; anything before it is netsim's own progress lines (a sweep's plan)
+        errors = [line for line in lines if "error" in line.lower() or not line.startswith("netsim: ")]
+        if errors == lines[-1:] and lines[-1].startswith("netsim: error: "):
             return "refused", lines[-1][:200]
         return "untidy refusal", f"{' '.join(argv)[:160]} -> {err[:200]!r}"
     return "accepted", ""
@@ -170,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     for kind in ("accepted", "refused", "untidy refusal", "traceback", "hang"):
         lines.append(f"| {kind} | {counts.get(kind, 0)} |")
     bad = [(kind, detail) for kind, detail in outcomes if kind in ("untidy refusal", "traceback", "hang")]
-    lines += ["", "Every refusal is one `netsim: error:` line with exit code 2 (argparse's own errors add its usage "
-              "line above it)." if not bad else "Inputs to fix:", ""]
+    lines += ["", "Every refusal is one `netsim: error:` line with exit code 2 (a sweep may print its plan's "
+              "progress lines above it)." if not bad else "Inputs to fix:", ""]
     lines += [f"* {kind}: `{detail}`" for kind, detail in bad[:30]]
     lines += ["", END]
     block = "\n".join(lines)
