@@ -12,7 +12,9 @@ a time limit and is classified:
 
 The acceptance of issue 18 is 0 tracebacks, 0 hangs and every refusal one line. Runs are capped:
 ``run`` gets ``--set run.wall_budget=5 --trials 1``, so an accepted scenario with a huge horizon
-ends by its wall budget instead of looking like a hang. The figures go to the block between
+ends by its wall budget instead of looking like a hang, and ``audit`` without ``--trials`` gets
+``--trials 2000`` (the default 100,000 takes minutes: long, not stuck). The time limit is wall
+clock: on a machine loaded by other work, raise ``--timeout`` with the load. The figures go to the block between
 ``<!-- fuzz:begin -->`` and ``<!-- fuzz:end -->`` of ``docs/reliability.md``.
 """
 
@@ -122,6 +124,8 @@ def classify(argv: list[str], workdir: Path, timeout: float) -> tuple[str, str]:
         argv += ["--trials", "1", "--set", "run.wall_budget=5", "--quiet", "--no-plots"]
         if "--out" not in argv:
             argv += ["--out", out]
+    if argv[0] == "audit" and "--trials" not in argv:  # a long audit is not a hang: 2,000 trials, not 100,000
+        argv += ["--trials", "2000"]
     if argv[0] in ("sweep", "trace") and "--out" not in argv:
         argv += ["--out", out + (".jsonl" if argv[0] == "trace" else "")]
     try:

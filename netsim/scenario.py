@@ -465,10 +465,16 @@ def check_trial_graphs(scenario: Scenario, trials: Iterator[int] | Sequence[int]
     all. The graph of a trial comes from its own ``topology`` stream, so this builds exactly the graph
     the trial will run on: connectivity, ``network.links`` and ``faults.links`` are checked on it, and
     an error names the trial (``netsim show`` and the first trial would otherwise pass and a later
-    trial fail in the middle of a run or sweep).
+    trial fail in the middle of a run or sweep). Graphs are built only when a check can fail: named
+    links, or a protocol that needs a connected graph on a topology that may draw a disconnected one
+    (Erdos-Renyi graphs are drawn again until connected, the same way in every trial).
     """
     topology = topologies.get(scenario.network["topology"], key="network.topology")
     if not topology.random:
+        return
+    protocol_cls = protocols.get(scenario.protocol["name"], key="protocol.name")
+    named = scenario.network["links"] or (F.kinds(scenario.faults) and scenario.faults["links"])
+    if not named and not (protocol_cls.requires_connected and topology.may_disconnect):
         return
     for trial in trials:
         streams = Streams(trial_sequence(scenario.run["seed"], trial, point))

@@ -69,6 +69,9 @@ class AuditTarget:
     epsilon_range: tuple[float, float] = (0.0, math.inf)   # accepted eps: low < eps <= high
     defaults: Mapping[str, Any] = field(default_factory=dict)
     exact: Callable[[Mapping[str, Any]], float] | None = None
+    #: at most this many trials per input and phase (targets that run a whole protocol per trial are slow);
+    #: the result's ``trials`` says how many were run
+    max_trials: int | None = None
 
     def run(self, *, epsilon: float | None = None, trials: int = 100_000, seed: int = 0,
             confidence: float = 0.95) -> AuditResult:
@@ -213,6 +216,8 @@ def run_audit(target: AuditTarget, *, epsilon: float | None = None, trials: int 
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence = {confidence}; accepted: a number in (0, 1)")
     params = target.params(epsilon)
+    if target.max_trials is not None:
+        trials = min(trials, target.max_trials)
     claimed, delta = target.claim(params)
     level = 1.0 - (1.0 - confidence) / 2.0
     sel_d, sel_n, est_d, est_n = streams(seed)

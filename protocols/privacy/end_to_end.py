@@ -20,7 +20,8 @@ exceeds the claimed epsilon (``VIOLATED``) or the exact loss of the claimed cali
 Targets: ``e2e-dubey2020a-private`` (Private Multi-Agent UCB run in the engine: the means of one
 arm it publishes) and ``e2e-feducb`` (centralized FedUCB built and started from a scenario: what
 its release step uploads). Every trial builds an agent's random streams, so these audits cost
-about 0.5-1 ms per trial and input (100,000 trials: a few minutes each). docs/privacy-audit.md has
+about 0.5-1 ms per trial and input; they run at most :data:`MAX_TRIALS` trials per input and phase
+(about a minute each), whatever larger number is asked for. docs/privacy-audit.md has
 the method and the measured table.
 """
 
@@ -38,6 +39,8 @@ from protocols.privacy.interval import IntervalMechanism
 
 #: agents (trials) per simulation
 CHUNK = 2000
+#: trials per input and phase at most (``netsim audit`` asks for 100,000 by default)
+MAX_TRIALS = 20_000
 
 
 def _chunks(trials: int, rng: np.random.Generator, one: Callable[[int, int], np.ndarray]) -> np.ndarray:
@@ -50,12 +53,17 @@ def _chunks(trials: int, rng: np.random.Generator, one: Callable[[int, int], np.
     return np.concatenate(out)
 
 
-def _simulation(document: dict[str, Any], seed: int):
+def _simulation(document: dict[str, Any], seed: int, scenarios: dict[int, Any]):
+    """A simulation of ``document`` seeded with ``seed``; ``scenarios`` keeps the validated scenario per
+    size (validation builds a network too: once per size is enough, the seed goes to the trial)."""
     from netsim import scenario as S
     from netsim.sim import Simulation
     from netsim.streams import trial_sequence
 
-    return Simulation(S.from_dict(document), trial_sequence(seed, 0))
+    agents = document["network"]["agents"]
+    if agents not in scenarios:
+        scenarios[agents] = S.from_dict(document)
+    return Simulation(scenarios[agents], trial_sequence(seed, 0))
 
 
 # ---------------------------------------------------------------------- dubey2020a-private
@@ -77,9 +85,10 @@ def _dubey(params: Mapping[str, Any], trials: int, rng: np.random.Generator, nei
     """Statistic: the summed privacy loss, under the claimed calibration, of every value the agent published
     for arm 0 (a release is a change of the published mean; its count is arm 0's pull count then)."""
     scale = IntervalMechanism(epsilon=params["epsilon"], v=params["v"]).scale
+    scenarios: dict[int, Any] = {}
 
     def one(agents: int, seed: int) -> np.ndarray:
-        sim = _simulation(_dubey_document(params, agents, seed), seed)
+        sim = _simulation(_dubey_document(params, agents, 0), seed, scenarios)
         first = np.ones(agents, dtype=bool)
 
         def pull_many(who, arms, n=1):
@@ -131,7 +140,7 @@ E2E_DUBEY = register(AuditTarget(
                "first release, (ceil(1/eps))^(-v/2)",
     source="dubey2020a Lemma 3.5 (n^(-v/2) per release), the protocol's own code (protocols/dubey2020a/private.py)",
     sample=_dubey, claim=_dubey_claim, epsilon=0.1, epsilon_range=(0.0, 1.0),
-    defaults={"v": 1.1, "arms": 2}, exact=lambda p: _dubey_claim(p)[0]))
+    defaults={"v": 1.1, "arms": 2}, exact=lambda p: _dubey_claim(p)[0], max_trials=MAX_TRIALS))
 
 
 # ---------------------------------------------------------------------- feducb
@@ -158,9 +167,10 @@ def _feducb(params: Mapping[str, Any], trials: int, rng: np.random.Generator, ne
     they copy those arrays and cost about 0.1 ms each.
     """
     d = params["d"]
+    scenarios: dict[int, Any] = {}
 
     def one(agents: int, seed: int) -> np.ndarray:
-        proto = _simulation(_feducb_document(params, agents, seed), seed).protocol
+        proto = _simulation(_feducb_document(params, agents, 0), seed, scenarios).protocol
         proto.start()
         everyone = np.arange(agents)
         statistic = np.zeros(agents)
@@ -197,4 +207,4 @@ E2E_FEDUCB = register(AuditTarget(
     source="dubey2020 Alg. 2 and its privacy theorem: (eps, delta); the protocol's own code "
            "(protocols/feducb/centralized.py)",
     sample=_feducb, claim=lambda p: (p["epsilon"], p["delta"]), epsilon=1.0,
-    defaults={"delta": 0.1, "d": 2, "releases": 4}, exact=_feducb_exact))
+    defaults={"delta": 0.1, "d": 2, "releases": 4}, exact=_feducb_exact, max_trials=MAX_TRIALS))
