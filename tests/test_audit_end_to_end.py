@@ -13,7 +13,8 @@ protocols/privacy/audit.py). Against the miscalibrations the margins are wide at
 and phase (seed 3, measured): dubey2020a with 10 eps gives eps_lo = 2.80 against a claim of 0.28; FedUCB
 with a tenth of the noise gives eps_lo = 0.53 against an exact 0 (claim 1), and the per-mechanism
 privatizer target 0.74 at 5,000 trials (0.81 at 100,000, exact loss of the miscalibrated privatizer 0.83).
-As calibrated: dubey2020a eps_lo = 0.23 (claim and exact 0.28), FedUCB 0 (exact 0).
+As calibrated: dubey2020a eps_lo = 0.23 (claim and exact 0.28), FedUCB 0 (exact 0), CDP-MAB 0.81 (claim
+and exact 1); CDP-MAB drawing a tenth of its noise: eps_lo = 5.85 against 1.
 """
 
 from __future__ import annotations
@@ -28,7 +29,29 @@ TRIALS = 2000
 
 
 def test_end_to_end_targets_are_registered():
-    assert {"e2e-dubey2020a-private", "e2e-feducb"} <= set(audit_targets.names())
+    assert {"e2e-dubey2020a-private", "e2e-cdp-mab", "e2e-feducb"} <= set(audit_targets.names())
+
+
+def test_cdp_mab_as_calibrated_passes():
+    """eps_lo = 0.81 against a claim (and exact loss) of M eps = 1: measured near the claim (power check)."""
+    r = run_audit(audit_targets.get("e2e-cdp-mab", key="t"), trials=TRIALS, seed=3)
+    assert r.verdict == "ok" and r.exact == r.claimed_epsilon == 1.0
+    assert r.epsilon_lo > 0.6, r
+
+
+def test_cdp_mab_with_a_tenth_of_its_noise_is_violated(monkeypatch):
+    """A Laplace mechanism that states the right scale but draws a tenth of it (the protocol's consistency
+    check on the scale passes): its first upload is 10 M eps-DP; measured eps_lo = 5.85 against 1."""
+    import protocols.li2022.elimination as elimination
+    from protocols.privacy.mechanisms import LaplaceMechanism
+
+    class Quiet(LaplaceMechanism):
+        def randomise(self, value, rng):
+            return value + 0.1 * (super().randomise(value, rng) - value)
+
+    monkeypatch.setattr(elimination, "LaplaceMechanism", Quiet)
+    r = run_audit(audit_targets.get("e2e-cdp-mab", key="t"), trials=TRIALS, seed=3)
+    assert r.verdict == "VIOLATED" and r.epsilon_lo > 2 * r.claimed_epsilon, r
 
 
 def test_dubey2020a_private_as_calibrated_passes():

@@ -18,8 +18,9 @@ exceeds the claimed epsilon (``VIOLATED``) or the exact loss of the claimed cali
 (``MISCALIBRATED``, :class:`~protocols.privacy.audit.AuditResult`).
 
 Targets: ``e2e-dubey2020a-private`` (Private Multi-Agent UCB run in the engine: the means of one
-arm it publishes) and ``e2e-feducb`` (centralized FedUCB built and started from a scenario: what
-its release step uploads). Every trial builds an agent's random streams, so these audits cost
+arm it publishes), ``e2e-cdp-mab`` (CDP-MAB run in the engine: the first upload of every agent) and
+``e2e-feducb`` (centralized FedUCB built and started from a scenario: what its release step
+uploads). Every trial builds an agent's random streams, so these audits cost
 about 0.5-1 ms per trial and input; they run at most :data:`MAX_TRIALS` trials per input and phase
 (about a minute each), whatever larger number is asked for. docs/privacy-audit.md has
 the method and the measured table.
@@ -141,6 +142,67 @@ E2E_DUBEY = register(AuditTarget(
     source="dubey2020a Lemma 3.5 (n^(-v/2) per release), the protocol's own code (protocols/dubey2020a/private.py)",
     sample=_dubey, claim=_dubey_claim, epsilon=0.1, epsilon_range=(0.0, 1.0),
     defaults={"v": 1.1, "arms": 2}, exact=lambda p: _dubey_claim(p)[0], max_trials=MAX_TRIALS))
+
+
+# ---------------------------------------------------------------------- cdp-mab
+def _cdp_document(params: Mapping[str, Any], agents: int) -> dict[str, Any]:
+    return {
+        "name": "audit-cdp-mab",
+        "bandit": {"kind": "bernoulli", "arms": params["arms"]},
+        # the agents only talk to the server; the paper's timing: zero server delay, unit slots
+        "network": {"topology": "ring", "agents": agents, "servers": 1,
+                    "server_delay": {"model": "constant", "value": 0.0}},
+        # CDP-MAB is (M eps)-DP (li2022 Thm. 1): with M agents per simulation, eps = claim / M keeps the
+        # claim (and the Laplace scale 1 / (M eps [S(r) - S(r-1)])) whatever the size of the simulation
+        "protocol": {"name": "cdp-mab", "epsilon": params["epsilon"] / agents},
+        "run": {"horizon": params["horizon"], "seed": 0, "checkpoints": 1},
+    }
+
+
+def _cdp(params: Mapping[str, Any], trials: int, rng: np.random.Generator, neighbour: bool) -> np.ndarray:
+    """Statistic: the privacy loss, under the claimed calibration (li2022's own epoch schedule for the
+    scenario's parameters), of arm 0's entry of the agent's first upload ybar_i(1) (Alg. 1 lines 8-11)."""
+    from protocols.li2022.epochs import EpochSchedule
+
+    scenarios: dict[int, Any] = {}
+
+    def one(agents: int, seed: int) -> np.ndarray:
+        sim = _simulation(_cdp_document(params, agents), seed, scenarios)
+        first = np.ones(agents, dtype=bool)
+
+        def pull_many(who, arms, n=1):
+            # D: every reward 0; D': the agent's first reward of arm 0 (in epoch 1's exploration) is 1
+            who, arms = np.asarray(who, dtype=np.int64), np.asarray(arms, dtype=np.int64)
+            hit = (arms == 0) & first[who]
+            first[who[arms == 0]] = False
+            return np.where(hit & neighbour, 1.0, 0.0)
+
+        sim.bandit.pull_many = pull_many
+        from netsim.testing import MessageSpy
+
+        spy = MessageSpy(kinds=["cdp-upload"]).attach(sim)
+        sim.run()
+        plan = EpochSchedule(arms=params["arms"], horizon=params["horizon"], participants=agents,
+                             epsilon=params["epsilon"] / agents).plan(1, params["arms"], 0)
+        released = np.full(agents, np.nan)
+        for message in spy.messages("send", "cdp-upload"):
+            if np.isnan(released[message.src]):
+                released[message.src] = message.payload[1][0][0]
+        if np.isnan(released).any():
+            raise RuntimeError("an agent uploaded nothing within the horizon; accepted: a longer horizon")
+        return laplace_loss(released, 0.0, 1.0 / plan.pulls, plan.noise_scale)
+
+    return _chunks(trials, rng, one)
+
+
+E2E_CDP = register(AuditTarget(
+    name="e2e-cdp-mab",
+    description="CDP-MAB run in the engine (li2022 Alg. 1, 2 arms): every agent's first upload",
+    neighbours="one agent's rewards: all 0 (D), its first reward of arm 0 equal to 1 (D'); the agent's first "
+               "upload ybar_i(1) is observed (later ones are post-processing, see cdp-mab)",
+    source="li2022 Thm. 1/2: CDP-MAB is M eps-DP; the protocol's own code (protocols/li2022/cdp.py)",
+    sample=_cdp, claim=lambda p: (p["epsilon"], 0.0), epsilon=1.0,
+    defaults={"arms": 2, "horizon": 60}, exact=lambda p: p["epsilon"], max_trials=MAX_TRIALS))
 
 
 # ---------------------------------------------------------------------- feducb
