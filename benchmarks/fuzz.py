@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     counts = Counter(kind for kind, _ in outcomes)
     files = sum(1 for a in inputs if a[1:2] and a[1].endswith(".toml"))
     lines = [BEGIN, "", "## Input fuzzing", "",
-             f"`python -m benchmarks.fuzz --inputs {args.inputs} --seed {args.seed}` (issue 18): {args.inputs} inputs, "
+             f"`python -m benchmarks.fuzz --inputs {args.inputs} --seed {args.seed}"
+             f"{'' if args.timeout == 60.0 else f' --timeout {args.timeout:g}'}` (issue 18): {args.inputs} inputs, "
              f"{files} mutated bundled scenario files and {args.inputs - files} command lines, each its own `netsim` "
              f"process with a {args.timeout:g} s limit; {seconds:.0f} s wall with {args.jobs} at a time.", "",
              "| outcome | inputs |", "|---|---|"]
