@@ -96,7 +96,19 @@ def _stage(folder: Path, name: str, data: bytes) -> str:
 
 
 def current_umask() -> int:
-    """The process umask (read by setting and restoring it)."""
+    """The process umask.
+
+    Read from ``/proc/self/status`` where there is one (Linux): setting the umask to read it back
+    leaves a window in which another thread of the process (a Dask client's, a progress bar's) would
+    create files readable and writable by everyone. Elsewhere it is set and restored.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0)
     os.umask(mask)
     return mask

@@ -282,25 +282,35 @@ class DaskExecutor(Executor):
         for name, found in (remote | workers).items():
             if found != expected[name]:
                 files = f" and plug-in files {', '.join(plugins)}" if plugins and name != "scheduler" else ""
-                raise InputError(f"{where}: {name} runs netsim {found['netsim']} with code {found['code'][:12]}, "
-                                 f"here it is {expected[name]['netsim']} with code {expected[name]['code'][:12]}; "
-                                 f"accepted: the same netsim{files} on every machine")
+                raise InputError(f"{where}: {name} runs different code ({_difference(found, expected[name])}); "
+                                 f"accepted: the same netsim{files} and dependency versions on every machine")
 
     def results(self, fn, items):
         distributed = _dask()
+        items = list(items)
+        # Every result comes back with the fingerprint of the code and dependencies of the process that
+        # computed it, and is refused unless it is this process's: a worker that joined after the check
+        # of _check_cluster (or whose files changed since) cannot slip a result in.
+        plugins = registry.plugin_files()
+        expected = code_fingerprint(plugins)
+        where = f"--scheduler {self.scheduler}" if self.scheduler else "--executor dask"
         # pure=False: two identical units (there are none in a sweep) must still both run.
-        futures = self.client.map(fn, list(items), pure=False)
+        futures = self.client.map(_fingerprinted_call, [fn] * len(items), items, [plugins] * len(items), pure=False)
         index_of = {future.key: index for index, future in enumerate(futures)}
         try:
             for future in distributed.as_completed(futures):
                 if future.status == "error":
                     future.result()  # the unit's own exception, as it was raised on the worker
                 try:
-                    result = future.result()
+                    found, worker, result = future.result()
                 except (CancelledError, OSError, TimeoutError) as exc:
-                    where = f"--scheduler {self.scheduler}" if self.scheduler else "--executor dask"
                     raise InputError(f"{where}: lost the dask cluster ({_first_line(exc)}); accepted: a cluster "
                                      "that stays up (finished units are kept: rerun to continue)") from None
+                if found != expected:
+                    raise InputError(f"{where}: worker {worker} returned a result computed with different code "
+                                     f"({_difference(found, expected)}); its results are refused; accepted: the same "
+                                     "netsim, plug-in files and dependency versions on every worker (finished "
+                                     "units are kept: rerun to continue)")
                 yield index_of[future.key], result
                 future.release()
         finally:
@@ -323,12 +333,51 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
+def _fingerprinted_call(fn: Callable[[Any], Any], item: Any, plugins: Sequence[str]) -> tuple[dict[str, str], str, Any]:
+    """On a worker: ``fn(item)`` with the fingerprint of this process's code and its address."""
+    found = code_fingerprint(tuple(plugins))
+    try:
+        from distributed import get_worker
+
+        worker = get_worker().address
+    except (ImportError, ValueError):
+        worker = f"pid {os.getpid()}"
+    return found, worker, fn(item)
+
+
+def _difference(found: dict[str, str], expected: dict[str, str]) -> str:
+    """What differs between two fingerprints, in a few words."""
+    parts = []
+    for key in sorted(set(found) | set(expected)):
+        theirs, ours = found.get(key, "none"), expected.get(key, "none")
+        if theirs != ours:
+            short = (lambda v: v[:12]) if key == "code" else (lambda v: v)
+            parts.append(f"{key} {short(theirs)} there, {short(ours)} here")
+    return "; ".join(parts) or "fingerprints differ"
+
+
+#: Dependencies whose imported versions are part of the fingerprint (they compute the trials).
+FINGERPRINT_DEPENDENCIES = ("numpy", "scipy", "simpy", "networkx")
+_FINGERPRINTS: dict[tuple[str, ...], dict[str, str]] = {}
+
+
 def code_fingerprint(plugin_files: Sequence[str] = ()) -> dict[str, str]:
-    """netsim's version and a SHA-256 over the source of netsim, the protocol packages and ``plugin_files``.
+    """netsim's version, Python's and the dependencies' versions as imported here, and a SHA-256 over
+    the source of netsim, the protocol packages and ``plugin_files``.
 
     Two processes with the same fingerprint run the same simulation code. A plug-in file missing
-    on this machine is hashed as missing (so the fingerprints differ).
+    on this machine is hashed as missing (so the fingerprints differ). The fingerprint is computed
+    once per process (and set of plug-in files), at its first use, which in a worker is its first
+    unit, right after it imported the code: a file edited afterwards does not change what the
+    process reports, as it does not change what the process runs.
     """
+    key = tuple(plugin_files)
+    if key not in _FINGERPRINTS:
+        _FINGERPRINTS[key] = _compute_fingerprint(key)
+    return dict(_FINGERPRINTS[key])
+
+
+def _compute_fingerprint(plugin_files: Sequence[str]) -> dict[str, str]:
     import hashlib
     import importlib
     from importlib.metadata import entry_points
@@ -354,7 +403,10 @@ def code_fingerprint(plugin_files: Sequence[str] = ()) -> dict[str, str]:
         path = Path(name)
         digest.update(f"plugin {name}\0".encode())
         digest.update(path.read_bytes() if path.is_file() else b"\0missing\0")
-    return {"netsim": __version__, "code": digest.hexdigest()}
+    versions = {"python": ".".join(map(str, sys.version_info[:3]))}
+    for name in FINGERPRINT_DEPENDENCIES:
+        versions[name] = str(getattr(importlib.import_module(name), "__version__", "?"))
+    return {"netsim": __version__, "code": digest.hexdigest(), **versions}
 
 
 def make_executor(name: str | None = None, *, jobs: int = 1, scheduler: str | None = None,

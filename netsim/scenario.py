@@ -452,13 +452,44 @@ def _check_protocol_fit(scenario: Scenario, protocol_cls: Any, source: str | Non
         protocol_cls.check(scenario)
         # A dry build of trial 0's network catches disconnected graphs and bad topology keys now.
         build_network(scenario, simpy.Environment(), Streams(trial_sequence(scenario.run["seed"], 0)))
+        # A random topology draws another graph for every trial: check each of them too.
+        check_trial_graphs(scenario, range(1, scenario.run["trials"]))
     except InputError as exc:
         raise exc.located(source) if source else exc from None
 
 
+def check_trial_graphs(scenario: Scenario, trials: Iterator[int] | Sequence[int], point: tuple[int, ...] = ()) -> None:
+    """Build the graph of every trial in ``trials`` (of sweep point ``point``) and check it as a run would.
+
+    Only a random topology draws a different graph per trial; for the others trial 0's check holds for
+    all. The graph of a trial comes from its own ``topology`` stream, so this builds exactly the graph
+    the trial will run on: connectivity, ``network.links`` and ``faults.links`` are checked on it, and
+    an error names the trial (``netsim show`` and the first trial would otherwise pass and a later
+    trial fail in the middle of a run or sweep). Graphs are built only when a check can fail: named
+    links, or a protocol that needs a connected graph on a topology that may draw a disconnected one
+    (Erdos-Renyi graphs are drawn again until connected, the same way in every trial).
+    """
+    topology = topologies.get(scenario.network["topology"], key="network.topology")
+    if not topology.random:
+        return
+    protocol_cls = protocols.get(scenario.protocol["name"], key="protocol.name")
+    named = scenario.network["links"] or (F.kinds(scenario.faults) and scenario.faults["links"])
+    if not named and not (protocol_cls.requires_connected and topology.may_disconnect):
+        return
+    for trial in trials:
+        streams = Streams(trial_sequence(scenario.run["seed"], trial, point))
+        try:
+            trial_graph(scenario, streams)
+        except InputError as exc:
+            raise InputError(f"in the {scenario.network['topology']} graph of trial {trial} (a random topology draws a "
+                             f"new graph for every trial): {exc.detail}", key=exc.key) from None
+
+
 # ---------------------------------------------------------------------- building
-def build_network(scenario: Scenario, env: simpy.Environment, streams: Streams) -> Network:
-    """The live :class:`~netsim.network.Network` of one trial."""
+def trial_graph(scenario: Scenario, streams: Streams) -> tuple[nx.Graph, list[list[int]]]:
+    """The graph of one trial (agents, then server nodes linked to every agent) and the agents of each
+    component, checked: connected where the protocol needs it, every ``network.links`` and
+    ``faults.links`` pair an edge of it."""
     spec = scenario.network
     topology = topologies.get(spec["topology"], key="network.topology")
     options = {k: spec[k] for k in topology.fields}
@@ -479,14 +510,29 @@ def build_network(scenario: Scenario, env: simpy.Environment, streams: Streams) 
     for s in range(spec["servers"]):
         graph.add_node(agents + s)
         graph.add_edges_from((agents + s, a) for a in range(agents))
-    delay = parse_distribution(spec["delay"], key="network.delay", models=DELAY_MODELS)
-    server_delay = delay if spec["server_delay"] is None else parse_distribution(
-        spec["server_delay"], key="network.server_delay", models=DELAY_MODELS)
-    overrides = {}
     for i, link in enumerate(spec["links"]):
         u, v = link["u"], link["v"]
         if not graph.has_edge(u, v):
             raise InputError(f"there is no link between {u} and {v}", key=f"network.links[{i}]")
+    if F.kinds(scenario.faults):
+        for i, link in enumerate(scenario.faults["links"]):
+            if not graph.has_edge(link["u"], link["v"]):
+                raise InputError(f"there is no link between {link['u']} and {link['v']}; accepted: a pair of "
+                                 "linked nodes", key=f"faults.links[{i}]")
+    return graph, members
+
+
+def build_network(scenario: Scenario, env: simpy.Environment, streams: Streams) -> Network:
+    """The live :class:`~netsim.network.Network` of one trial."""
+    spec = scenario.network
+    graph, members = trial_graph(scenario, streams)
+    agents = spec["agents"]
+    delay = parse_distribution(spec["delay"], key="network.delay", models=DELAY_MODELS)
+    server_delay = delay if spec["server_delay"] is None else parse_distribution(
+        spec["server_delay"], key="network.server_delay", models=DELAY_MODELS)
+    overrides = {}
+    for link in spec["links"]:
+        u, v = link["u"], link["v"]
         law_delay = delay if link["delay"] is None else parse_distribution(link["delay"], key="delay",
                                                                            models=DELAY_MODELS)
         overrides[(u, v)] = (law_delay, spec["loss"] if link["loss"] is None else link["loss"])
@@ -498,10 +544,6 @@ def build_network(scenario: Scenario, env: simpy.Environment, streams: Streams) 
                       delay_rng=streams.for_("delays"),
                       adversary=_adversary(scenario, streams), adversary_rng=streams.for_("adversary"))
     if F.kinds(scenario.faults):
-        for i, link in enumerate(scenario.faults["links"]):
-            if not graph.has_edge(link["u"], link["v"]):
-                raise InputError(f"there is no link between {link['u']} and {link['v']}; accepted: a pair of "
-                                 "linked nodes", key=f"faults.links[{i}]")
         network.faults = F.Faults(scenario.faults, env=env, edges=list(graph.edges), num_nodes=graph.number_of_nodes(),
                                   num_agents=agents, streams=streams, extras=metrics.extras)
     return network

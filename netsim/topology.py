@@ -32,11 +32,14 @@ class Topology:
     fields: Mapping[str, P.Field]
     build: Builder
     random: bool = False
+    #: a random topology that may draw a disconnected graph (others are connected by construction)
+    may_disconnect: bool = False
 
 
-def _register(name: str, description: str, fields: Mapping[str, P.Field] | None = None, random: bool = False):
+def _register(name: str, description: str, fields: Mapping[str, P.Field] | None = None, random: bool = False,
+              may_disconnect: bool = False):
     def decorate(build: Builder) -> Builder:
-        topologies.register(name)(Topology(name, description, fields or {}, build, random))
+        topologies.register(name)(Topology(name, description, fields or {}, build, random, may_disconnect))
         return build
 
     return decorate
@@ -110,7 +113,7 @@ def _erdos_renyi(n, p, rng):
     "random_regular",
     "random d-regular graph",
     {"degree": P.integer(3, low=1, doc="degree of every agent")},
-    random=True,
+    random=True, may_disconnect=True,
 )
 def _random_regular(n, p, rng):
     d = p["degree"]
@@ -137,7 +140,7 @@ def _barabasi_albert(n, p, rng):
     "small world: ring lattice with k neighbours, rewired with probability p",
     {"k": P.integer(4, low=2, doc="nearest neighbours in the ring"),
      "p": P.probability(0.1, doc="rewiring probability")},
-    random=True,
+    random=True, may_disconnect=True,
 )
 def _watts_strogatz(n, p, rng):
     if p["k"] >= n:

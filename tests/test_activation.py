@@ -33,7 +33,8 @@ def test_poisson_clocks_rate():
     poisson_edge_clocks(network.env, network, np.random.default_rng(8), lambda u, v: times.append(network.env.now),
                         rate=0.5)
     network.env.run(until=2000)
-    # superposition of 4 clocks of rate 0.5: Poisson(2000 * 2) activations; 4 sd tolerance
+    # superposition of 4 clocks of rate 0.5: Poisson(2000 * 2) activations; 4 sd tolerance (false alarm 6e-5;
+    # power 0.987 against a rate 10 % off); the gaps: KS test at alpha = 0.001
     assert abs(len(times) - 4000) < 4 * np.sqrt(4000)
     gaps = np.diff(times)
     assert stats.kstest(gaps, stats.expon(scale=0.5).cdf).pvalue > 0.001

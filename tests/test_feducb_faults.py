@@ -58,7 +58,12 @@ def test_duplicates_with_server_delays_match_within_tolerance():
     group regret is within 5 % of the duplicate-free mean. Measured: paired differences have a
     standard deviation of 0.4 (m1.5) to 1.6 (mt) against a regret of about 15-19, i.e. a standard
     error of 0.1-0.5 over 12 seeds, so a systematic change above ~1 (5 %) would show; the observed
-    mean change is about -0.3 (duplicates act like a slightly shorter delay)."""
+    mean change is about -0.3 (duplicates act like a slightly shorter delay).
+
+    Error rates (normal approximation of the mean of 12 paired differences, standard error at most 0.46):
+    the tolerance is at least 3 standard errors, so with no effect the test fails with probability at
+    most 0.003; an effect of 12 % of the regret (about 2.0) exceeds the tolerance (at most 1.4) by 1.3
+    standard errors or more: power at least 0.90 (the -54 % of duplicates taken as news: power 1)."""
     delay = {"model": "exponential", "mean": 1.0}
     clean, dup = [], []
     for seed in range(12):

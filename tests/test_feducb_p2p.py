@@ -153,7 +153,11 @@ def test_no_request_within_two_gamma_of_the_previous():
 
 def test_communication_lowers_regret_on_complete_graph():
     """Non-private, complete graph of 6, gamma = 1, d = 4: synchronising every trial (mt) beats never
-    synchronising (threshold = 1e12), averaged over 3 trials; measured 3.2 vs 21.7."""
+    synchronising (threshold = 1e12), averaged over 3 trials; measured 3.2 vs 21.7.
+
+    Power: over 10 trials, 3.3 +- 1.6 (mt) against 20.8 +- 7.6 (never). For means of 3, 0.7 x never - mt
+    has mean 11.2 and standard deviation at most 3.2 (treating the two sides as independent; the shared
+    trial seeds only correlate them positively), 3.5 standard deviations above 0: power 0.9998."""
     def regret(*o):
         out = []
         for k in range(3):

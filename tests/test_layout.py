@@ -60,11 +60,20 @@ LAPLACE_DRAW = re.compile(r"\.laplace\(")
 UCB_BONUS = re.compile(r"sqrt\([^)]*log\(\s*(np\.maximum\()?t\b")  # sqrt(... log(t ...) / n): a UCB bonus
 
 
+def _all_sources() -> list[Path]:
+    """Every Python source of the project: engine, protocols, benchmarks, scenarios, docs scripts, and the
+    Python blocks of the protocol-author guide (its example is a protocol too)."""
+    return [p for folder in ("netsim", "protocols", "benchmarks", "scenarios", "docs") for p in _sources(folder)]
+
+
 def test_one_laplace_draw_and_one_ucb_index():
-    laplace = [p for p in _sources("protocols") if LAPLACE_DRAW.search(p.read_text())]
+    laplace = [p for p in _all_sources() if LAPLACE_DRAW.search(p.read_text())]
     assert [p.relative_to(ROOT).as_posix() for p in laplace] == ["protocols/privacy/mechanisms.py"]
-    ucb = [p for p in _sources("protocols") if UCB_BONUS.search(p.read_text())]
+    ucb = [p for p in _all_sources() if UCB_BONUS.search(p.read_text())]
     assert [p.relative_to(ROOT).as_posix() for p in ucb] == ["protocols/ucb.py"]
+    guide = (ROOT / "docs" / "protocol-author.md").read_text()
+    code = "\n".join(re.findall(r"```python\n(.*?)```", guide, flags=re.S))
+    assert code and not LAPLACE_DRAW.search(code) and not UCB_BONUS.search(code)
 
 
 def test_the_searches_can_fail(tmp_path):

@@ -98,7 +98,12 @@ def test_laplace_noise_scale_is_alg1_line9_and_elimination_is_line14():
 
 
 def test_laplace_noise_statistics():
-    """The noise the agents add has the variance 2 b^2 of Lap(b), b = 1/(M eps S(1)) (seeded, 10% tolerance)."""
+    """The noise the agents add has the variance 2 b^2 of Lap(b), b = 1/(M eps S(1)) (seeded, 10% tolerance).
+
+    40 x 50 = 2,000 Laplace draws: the variance's relative standard error is sqrt(5 / 2000) = 5 %, so the
+    tolerance is 2 standard errors (false alarm 0.05 for a fresh seed; the seed is fixed). A scale 25 % off
+    (variance 56 % off) is 9 standard errors beyond it, and the usual mistakes (M or S(1) left out of b)
+    change b by a factor of 40 or more: power 1."""
     bandit = {"kind": "gaussian", "arms": 50, "means": [0.5] * 50, "sigma": 1e-12}
     sc = scenario("cdp-mab", agents=40, bandit=bandit, horizon=3e4, epsilon=0.05, seed=3, rounds=1)
     sim, _ = simulate(sc)

@@ -102,6 +102,10 @@ def plan(scenario: str | S.Scenario | None, grid: Sequence[str], *, overrides: S
                     "docs/studies.md: one variant per protocol)") if "protocol.name" in grid_keys else ""
             raise InputError(f"--grid point {', '.join(sets)}: {exc}{hint}") from None
         assignments = {axis.key: _resolved_value(point_scenario, axis.key, value) for axis, value in zip(axes, combo)}
+        try:  # the units of a point draw their own random graphs (their seeds include the point)
+            S.check_trial_graphs(point_scenario, range(base.run["trials"]), point=point_key(assignments))
+        except InputError as exc:
+            raise InputError(f"--grid point {', '.join(sets)}: {exc}") from None
         identity = unit_id(point_scenario, assignments, 0)
         if identity in seen:
             raise InputError(f"--grid points {seen[identity]} and {', '.join(sets)} are the same scenario; "

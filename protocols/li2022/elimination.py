@@ -44,6 +44,12 @@ class Elimination(Protocol):
         if scenario.clock["jitter"] > 0:
             raise InputError("li2022 protocols run on synchronised slots; accepted: clock.jitter = 0",
                              key="clock.jitter")
+        # T of Alg. 1 is the horizon in slots; log(8 K r^2 T) of lines 4-5 needs at least one slot.
+        slots = scenario.run["horizon"] / scenario.clock["period"]
+        if not slots >= 1.0:
+            raise InputError(f"a slot of {scenario.clock['period']:g} time units does not fit in run.horizon = "
+                             f"{scenario.run['horizon']:g}; accepted: clock.period <= run.horizon (T is counted "
+                             "in slots)", key="clock.period")
 
     # ------------------------------------------------------------------ set-up
     def participants(self) -> int:

@@ -1,0 +1,112 @@
+"""Issue 18 item 10: the privacy audit catches a protocol that uses its mechanism wrongly.
+
+Two injected miscalibrations: (1) Private Multi-Agent UCB (dubey2020a) builds its interval mechanism
+with 10 eps instead of eps; (2) FedUCB's privatizer adds a tenth of its noise (its calibration with
+10 eps), which at delta = 0.1 stays below the claimed eps = 1 but far above the exact loss of the
+calibrated privatizer (0). The per-mechanism targets cannot see (1), since they build the mechanism
+themselves, and used to report (2) as ok. The end-to-end targets (protocols/privacy/end_to_end.py)
+run the protocols' own code.
+
+Power and error rates: a flag of a calibrated protocol (eps_lo above its claim or its exact loss) has
+probability at most 1 - confidence = 0.05 by the audit's construction (Clopper-Pearson bounds,
+protocols/privacy/audit.py). Against the miscalibrations the margins are wide at 2,000 trials per input
+and phase (seed 3, measured): dubey2020a with 10 eps gives eps_lo = 2.80 against a claim of 0.28; FedUCB
+with a tenth of the noise gives eps_lo = 0.53 against an exact 0 (claim 1), and the per-mechanism
+privatizer target 0.74 at 5,000 trials (0.81 at 100,000, exact loss of the miscalibrated privatizer 0.83).
+As calibrated: dubey2020a eps_lo = 0.23 (claim and exact 0.28), FedUCB 0 (exact 0), CDP-MAB 0.81 (claim
+and exact 1); CDP-MAB drawing a tenth of its noise: eps_lo = 5.85 against 1.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from netsim.registry import audit_targets
+from protocols.privacy.audit import run_audit
+from protocols.privacy.gaussian_tree import FedUCBCalibration
+
+TRIALS = 2000
+
+
+def test_end_to_end_targets_are_registered():
+    assert {"e2e-dubey2020a-private", "e2e-cdp-mab", "e2e-feducb"} <= set(audit_targets.names())
+
+
+def test_cdp_mab_as_calibrated_passes():
+    """eps_lo = 0.81 against a claim (and exact loss) of M eps = 1: measured near the claim (power check)."""
+    r = run_audit(audit_targets.get("e2e-cdp-mab", key="t"), trials=TRIALS, seed=3)
+    assert r.verdict == "ok" and r.exact == r.claimed_epsilon == 1.0
+    assert r.epsilon_lo > 0.6, r
+
+
+def test_cdp_mab_with_a_tenth_of_its_noise_is_violated(monkeypatch):
+    """A Laplace mechanism that states the right scale but draws a tenth of it (the protocol's consistency
+    check on the scale passes): its first upload is 10 M eps-DP; measured eps_lo = 5.85 against 1."""
+    import protocols.li2022.elimination as elimination
+    from protocols.privacy.mechanisms import LaplaceMechanism
+
+    class Quiet(LaplaceMechanism):
+        def randomise(self, value, rng):
+            return value + 0.1 * (super().randomise(value, rng) - value)
+
+    monkeypatch.setattr(elimination, "LaplaceMechanism", Quiet)
+    r = run_audit(audit_targets.get("e2e-cdp-mab", key="t"), trials=TRIALS, seed=3)
+    assert r.verdict == "VIOLATED" and r.epsilon_lo > 2 * r.claimed_epsilon, r
+
+
+def test_dubey2020a_private_as_calibrated_passes():
+    r = run_audit(audit_targets.get("e2e-dubey2020a-private", key="t"), trials=TRIALS, seed=3)
+    assert r.verdict == "ok" and r.exact == pytest.approx(r.claimed_epsilon)
+    assert r.epsilon_lo > 0.5 * r.claimed_epsilon, r  # the statistic sees the release (power check)
+
+
+def test_dubey2020a_private_with_ten_times_epsilon_inside_is_violated(monkeypatch):
+    """eps = 0.1 claimed: one release at count 10, worth 10^(-0.55) = 0.28. With 10 eps the protocol releases
+    arm 0's mean at every pull (interval ceil(1/1) = 1), the first at count 1 worth 1 on its own."""
+    import protocols.dubey2020a.private as private
+
+    real = private.IntervalMechanism
+    monkeypatch.setattr(private, "IntervalMechanism", lambda *, epsilon, v: real(epsilon=min(10 * epsilon, 1.0), v=v))
+    r = run_audit(audit_targets.get("e2e-dubey2020a-private", key="t"), trials=TRIALS, seed=3)
+    assert r.verdict == "VIOLATED" and r.epsilon_lo > 2 * r.claimed_epsilon, r
+
+
+def test_feducb_as_calibrated_passes():
+    r = run_audit(audit_targets.get("e2e-feducb", key="t"), trials=TRIALS, seed=3)
+    assert r.verdict == "ok" and r.exact == 0.0 and r.epsilon_lo == 0.0, r
+
+
+def tenfold_epsilon(calibration_for):
+    def wrong(params, **kwargs):
+        right = calibration_for(params, **kwargs)
+        return FedUCBCalibration(epsilon=10 * right.epsilon, delta=right.delta, alpha=right.alpha,
+                                 dimension=right.dimension, agents=right.agents, releases=right.releases, L=right.L,
+                                 S=right.S, sigma=right.sigma, lam=right.lam)
+    return wrong
+
+
+def test_feducb_with_a_tenth_of_the_noise_is_miscalibrated(monkeypatch):
+    """A tenth of the noise: the exact loss becomes 0.83 at delta = 0.1 (it is 0 as calibrated); the audit
+    measures an eps_lo well above 0, below the claimed 1: MISCALIBRATED (it used to say ok)."""
+    import protocols.feducb.centralized as centralized
+
+    monkeypatch.setattr(centralized, "calibration_for", tenfold_epsilon(centralized.calibration_for))
+    r = run_audit(audit_targets.get("e2e-feducb", key="t"), trials=TRIALS, seed=3)
+    assert r.verdict == "MISCALIBRATED" and 0.2 < r.epsilon_lo < r.claimed_epsilon, r
+
+
+def test_the_mechanism_target_flags_a_privatizer_with_a_tenth_of_the_noise(monkeypatch):
+    """The same miscalibration in the per-mechanism target (feducb-privatizer): ok before, flagged now."""
+    import protocols.feducb.audit as feducb_audit
+
+    real = feducb_audit.GaussianTreePrivatizer
+
+    def quiet(calibration, rngs):
+        cal = calibration
+        return real(FedUCBCalibration(epsilon=10 * cal.epsilon, delta=cal.delta, alpha=cal.alpha,
+                                      dimension=cal.dimension, agents=cal.agents, releases=cal.releases), rngs)
+
+    monkeypatch.setattr(feducb_audit, "GaussianTreePrivatizer", quiet)
+    r = run_audit(audit_targets.get("feducb-privatizer", key="t"), trials=5000, seed=7)
+    assert r.exact == 0.0 and 0.2 < r.epsilon_lo < r.claimed_epsilon, r
+    assert r.verdict == "MISCALIBRATED"
