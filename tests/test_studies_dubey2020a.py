@@ -1,0 +1,153 @@
+"""The dubey2020a studies (scenarios/studies/dubey2020a-fig1*.toml, tradeoff-dubey2020a-*.toml).
+
+Every study is planned at both scales (cheap: each variant's scenario is validated, nothing runs),
+and run at its quick scale with 2 trials and a shorter horizon on fewer agents (the whole file
+costs about 20 CPU s), then each figure's data (``figure_data``, exactly what the figure plots)
+is checked: one curve or point per variant, grid point or x value as the figure asks, finite
+means and lo <= mean <= hi. No ordering between protocols is asserted: with 2 short trials none
+holds reliably. The few values asserted exactly are deterministic (what an isolated baseline
+sends, the resolved message life gamma).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from netsim import runner, studies
+from netsim.studies.figures import figure_data
+
+FIGURES = ["dubey2020a-fig1a", "dubey2020a-fig1b", "dubey2020a-fig1c"]
+TRADEOFFS = ["tradeoff-dubey2020a-delay", "tradeoff-dubey2020a-loss"]
+#: overrides that make a quick-scale run of each study cost a few CPU seconds
+SHORT = {"network.agents": 40, "network.p": 0.25, "run.horizon": 120, "run.checkpoints": 12}
+TRIALS = 2
+
+
+def shortened(name: str, **extra) -> studies.Study:
+    """The bundled study ``name`` with its quick scale shortened by :data:`SHORT` (and ``extra``)."""
+    study = studies.load(name)
+    quick = study.scales["quick"]
+    quick = dataclasses.replace(quick, set={**quick.set, **SHORT, **extra})
+    return dataclasses.replace(study, scales={**study.scales, "quick": quick})
+
+
+def run_short(name: str, tmp_path, **extra):
+    plan = studies.plan(shortened(name, **extra), "quick", trials=TRIALS)
+    with runner.SerialExecutor() as pool:
+        results = studies.run(plan, tmp_path / name, executor=pool, progress=False)
+    return plan, results
+
+
+def value(point: studies.StudyPoint, column: str):
+    return point.variant if column == "variant" else point.params[column]
+
+
+def check_figures(plan: studies.StudyPlan, results) -> None:
+    """Every figure of the study: the expected curves/points, finite means inside their intervals."""
+    tables = results.tables()
+    assert (tables["study"]["status"] == "ok").all()
+    for figure in plan.study.figures:
+        data = figure_data(figure, tables)
+        points = [p for p in plan.points if not figure.variants or p.variant in figure.variants]
+        for metric in figure.metrics:
+            block = data[data["facet"] == metric] if figure.panels else data
+            where = f"{plan.study.name}: figure {figure.name!r}, {metric}"
+            if figure.kind == "series":
+                curves = {(value(p, figure.facet) if figure.facet else None, value(p, figure.hue)) for p in points}
+                assert block.groupby(["facet", "hue"]).ngroups == len(curves), where
+                assert set(block["hue"]) == {str(h) for _, h in curves}, where
+                times = block.groupby(["facet", "hue"])["time"].nunique()
+                assert (times == times.iloc[0]).all() and times.iloc[0] >= 2, where
+                columns = [("mean", "lo", "hi")]
+            elif figure.kind == "tradeoff":
+                assert len(block) == len(points), where  # one point per variant and grid point
+                assert sorted(block["point"]) == sorted(p.index for p in points), where
+                columns = [("x_mean", "x_lo", "x_hi"), ("y_mean", "y_lo", "y_hi")]
+            else:
+                expected = {(value(p, figure.facet) if figure.facet else None,
+                             value(p, figure.hue) if figure.hue else None, str(value(p, figure.x))) for p in points}
+                assert len(block) == len(expected), where
+                assert {str(x) for x in block["x"]} == {x for _, _, x in expected}, where
+                columns = [("mean", "lo", "hi")]
+            for mean, lo, hi in columns:
+                assert np.isfinite(block[mean]).all(), where
+                assert (block[lo] <= block[mean] + 1e-9).all() and (block[mean] <= block[hi] + 1e-9).all(), where
+            count = "x_n" if figure.kind == "tradeoff" else "n"
+            assert (block[count] >= TRIALS).all(), where
+
+
+# ---------------------------------------------------------------------- planning (both scales)
+@pytest.mark.parametrize("scale", ["quick", "paper"])
+@pytest.mark.parametrize("name", FIGURES + TRADEOFFS)
+def test_plans_at_both_scales(name, scale):
+    study = studies.load(name)
+    plan = studies.plan(study, scale)
+    assert plan.trials == study.scales[scale].trials
+    assert len(plan.points) == len(study.variants) * math.prod(len(v) for v in study.grid.values())
+    assert study.notes and study.source and study.scales[scale].note
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_paper_scale_is_the_papers_size(name):
+    """M = 200 agents, T = 1000 trials, 100 trials on G(200, 0.1), K = 5 (Sec. 5)."""
+    plan = studies.plan(studies.load(name), "paper")
+    assert plan.trials == 100
+    for point in plan.points:
+        scenario = point.scenario
+        assert scenario.network["agents"] == 200 and scenario.network["p"] == 0.1, point.variant
+        assert scenario.run["horizon"] == 1000 and scenario.bandit["arms"] == 5, point.variant
+
+
+def test_fig1c_sweeps_gamma_for_both_algorithms():
+    plan = studies.plan(studies.load("dubey2020a-fig1c"), "paper")
+    pairs = {(p.params["protocol.name"], p.params["protocol.gamma"]) for p in plan.points}
+    assert pairs == {(name, gamma) for name in ("dubey2020a-private", "dubey2020a-byzantine")
+                     for gamma in (1, 2, "diameter")}
+
+
+def test_tradeoff_grids():
+    delay = studies.load("tradeoff-dubey2020a-delay")
+    assert delay.grid["network.delay.mean"][0] == 0.01 and max(delay.grid["network.delay.mean"]) == 10.0
+    loss = studies.load("tradeoff-dubey2020a-loss")
+    assert loss.grid["network.loss"] == (0.0, 0.1, 0.2, 0.3)
+    for study in (delay, loss):
+        protocols = {p.scenario.protocol["name"] for p in studies.plan(study, "quick").points}
+        assert protocols == {"dubey2020a-private", "dubey2020a-byzantine", "dp-ucb-int", "ucb1", "central-ucb"}
+        for point in studies.plan(study, "quick").points:
+            assert point.scenario.network["delay"]["model"] == "exponential"
+
+
+# ---------------------------------------------------------------------- running (quick scale, shortened)
+@pytest.mark.parametrize("name", FIGURES)
+def test_figure_study_runs_and_draws(name, tmp_path):
+    plan, results = run_short(name, tmp_path)
+    check_figures(plan, results)
+    trials = results.trials
+    assert set(trials["variant"]) == {v.name for v in plan.study.variants}
+    isolated = trials[trials["protocol"].isin(["ucb1", "dp-ucb-int"])]
+    assert (isolated["messages_sent"] == 0).all()
+    if name == "dubey2020a-fig1b":  # gamma = 0: no communication at all
+        assert (trials.loc[trials["variant"] == "gamma = 0", "messages_sent"] == 0).all()
+    if name == "dubey2020a-fig1c":  # the 'diameter' points resolve to the sampled graph's diameter (>= 2 here)
+        diameter = trials[trials["variant"].str.endswith("diameter")]
+        assert (diameter["gamma"] >= 2).all()
+
+
+@pytest.mark.parametrize("name", TRADEOFFS)
+def test_tradeoff_study_runs_and_draws(name, tmp_path):
+    plan, results = run_short(name, tmp_path, **{"run.horizon": 60, "run.checkpoints": 6})
+    check_figures(plan, results)
+    trials = results.trials
+    silent = trials[trials["protocol"].isin(["ucb1", "dp-ucb-int", "central-ucb"])]
+    assert (silent["comm_cost"] == 0).all() and (silent["messages_sent"] == 0).all()
+    flooding = trials[trials["protocol"].str.startswith("dubey2020a")]
+    assert (flooding["messages_sent"] > 0).all()
+    if name.endswith("loss"):
+        lossless = flooding[flooding["network.loss"] == 0.0]
+        assert (lossless["messages_dropped"] == 0).all()
+        lossy = flooding[flooding["network.loss"] == 0.3]
+        assert (lossy["messages_dropped"] > 0).all()
