@@ -26,12 +26,11 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import simpy  # noqa: E402
 
-from benchmarks.figures import figures  # noqa: E402
 from benchmarks.harness import maxrss_mib  # noqa: E402
 from benchmarks.page import render  # noqa: E402
 from benchmarks.suite import BENCHMARKS  # noqa: E402
 
-ALL = {**BENCHMARKS, "figures": figures}
+ALL = BENCHMARKS
 
 
 def machine() -> dict:
