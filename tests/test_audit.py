@@ -163,8 +163,8 @@ def test_cli_audit_prints_the_measured_figures(capsys):
     assert cli.main(["audit", "laplace", "--epsilon", "0.5", "--trials", "5000", "--seed", "3"]) == 0
     out = capsys.readouterr().out
     line = next(line for line in out.splitlines() if line.startswith("laplace"))
-    claimed, delta, eps_hat, eps_lo, exact, verdict = line.split()[1:]
-    assert float(claimed) == 0.5 and verdict == "ok"
+    claimed, delta, eps_hat, eps_lo, exact, trials, verdict = line.split()[1:]
+    assert float(claimed) == 0.5 and verdict == "ok" and trials == "5,000"
     assert 0.0 <= float(eps_lo) <= float(eps_hat) and float(exact) == 0.5
 
 

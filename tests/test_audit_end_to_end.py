@@ -15,6 +15,11 @@ with a tenth of the noise gives eps_lo = 0.53 against an exact 0 (claim 1), and 
 privatizer target 0.74 at 5,000 trials (0.81 at 100,000, exact loss of the miscalibrated privatizer 0.83).
 As calibrated: dubey2020a eps_lo = 0.23 (claim and exact 0.28), FedUCB 0 (exact 0), CDP-MAB 0.81 (claim
 and exact 1); CDP-MAB drawing a tenth of its noise: eps_lo = 5.85 against 1.
+
+Fed_UCB (zhu2021) and DP-MASE (rio2023) in the engine, same seed and trials: Fed_UCB as calibrated
+eps_lo = 0.18 (exact eps' = 0.25, claim 1), with its tree counter built with 10 eps 2.25 (VIOLATED), with
+a counter that spends the whole eps on each node 0.88 (MISCALIBRATED); DP-MASE as calibrated 0.49 (exact
+0.59, claim 1), with its Laplace mechanism built with 10 eps 5.68 (VIOLATED).
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ TRIALS = 2000
 
 
 def test_end_to_end_targets_are_registered():
-    assert {"e2e-dubey2020a-private", "e2e-cdp-mab", "e2e-feducb"} <= set(audit_targets.names())
+    assert {"e2e-dubey2020a-private", "e2e-cdp-mab", "e2e-feducb", "e2e-fed-ucb", "e2e-dp-mase"} <= set(
+        audit_targets.names())
 
 
 def test_cdp_mab_as_calibrated_passes():
@@ -110,3 +116,57 @@ def test_the_mechanism_target_flags_a_privatizer_with_a_tenth_of_the_noise(monke
     r = run_audit(audit_targets.get("feducb-privatizer", key="t"), trials=5000, seed=7)
     assert r.exact == 0.0 and 0.2 < r.epsilon_lo < r.claimed_epsilon, r
     assert r.verdict == "MISCALIBRATED"
+
+
+def test_fed_ucb_as_calibrated_passes():
+    """The first release carries one tree node: exact eps' = eps / 4 = 0.25 at T = 15; measured eps_lo = 0.18
+    (power check: the statistic sees the node's noise)."""
+    r = run_audit(audit_targets.get("e2e-fed-ucb", key="t"), trials=TRIALS, seed=3)
+    assert r.verdict == "ok" and r.claimed_epsilon == 1.0 and r.exact == pytest.approx(0.25)
+    assert r.epsilon_lo > 0.1, r
+
+
+def test_fed_ucb_with_ten_times_epsilon_inside_is_violated(monkeypatch):
+    """Fed_UCB builds its binary-tree counter with 10 eps: the node noise is Lap(0.4) instead of Lap(4), a loss
+    of 2.5 for the first release; measured eps_lo = 2.25 against the claim 1."""
+    import protocols.zhu2021.gossip_ucb as gossip_ucb
+
+    real = gossip_ucb.BinaryTreeCounter
+    monkeypatch.setattr(gossip_ucb, "BinaryTreeCounter", lambda *, epsilon, **kw: real(epsilon=10 * epsilon, **kw))
+    r = run_audit(audit_targets.get("e2e-fed-ucb", key="t"), trials=TRIALS, seed=3)
+    assert r.verdict == "VIOLATED" and r.epsilon_lo > 2 * r.claimed_epsilon, r
+
+
+def test_fed_ucb_without_the_split_over_levels_is_miscalibrated(monkeypatch):
+    """A counter that spends the whole eps on every node (eps' = eps, not eps / levels, zhu2021 Sec. 4.1): the
+    first release loses 1, the claim itself, so only the exact 0.25 shows it; measured eps_lo = 0.88."""
+    import protocols.zhu2021.gossip_ucb as gossip_ucb
+
+    class Unsplit(gossip_ucb.BinaryTreeCounter):
+        def __init__(self, **kw) -> None:
+            super().__init__(**kw)
+            self.node_epsilon, self.scale = self.epsilon, self.sensitivity / self.epsilon
+
+    monkeypatch.setattr(gossip_ucb, "BinaryTreeCounter", Unsplit)
+    r = run_audit(audit_targets.get("e2e-fed-ucb", key="t"), trials=TRIALS, seed=3)
+    assert r.verdict == "MISCALIBRATED" and 0.5 < r.epsilon_lo < r.claimed_epsilon, r
+
+
+def test_dp_mase_as_calibrated_passes():
+    """The vote indicator loses 0.59 under Lap(1 / (eps R(1))) (exact); measured eps_lo = 0.49 (power check)."""
+    r = run_audit(audit_targets.get("e2e-dp-mase", key="t"), trials=TRIALS, seed=3)
+    assert r.verdict == "ok" and r.claimed_epsilon == 1.0 and r.exact == pytest.approx(0.591, abs=1e-3)
+    assert r.epsilon_lo > 0.3, r
+
+
+def test_dp_mase_with_ten_times_epsilon_inside_is_violated(monkeypatch):
+    """DP-MASE builds its Laplace mechanism with 10 eps (R(e), h and c keep the claimed eps): on D' the agent
+    votes unless a difference of Lap(1 / (10 eps R)) exceeds 0.98 / R (probability 2e-4); measured eps_lo = 5.68
+    against the claim 1."""
+    import protocols.rio2023.dp_mase as dp_mase
+
+    real = dp_mase.LaplaceMechanism
+    monkeypatch.setattr(dp_mase, "LaplaceMechanism",
+                        lambda *, epsilon, sensitivity: real(epsilon=10 * epsilon, sensitivity=sensitivity))
+    r = run_audit(audit_targets.get("e2e-dp-mase", key="t"), trials=TRIALS, seed=3)
+    assert r.verdict == "VIOLATED" and r.epsilon_lo > 2 * r.claimed_epsilon, r

@@ -43,6 +43,6 @@ MASE = register(AuditTarget(
     description="DP-MASE local elimination, rio2023 Alg. 2 + appendix Alg. 4: the vote sent after epoch 1",
     neighbours="reward sets differing in one reward (rio2023 Def. 3.6): one epoch-1 reward of arm 0 is 1 (D) "
                "or 0 (D'); 2 arms, the vote against arm 0 is the audited message",
-    source="rio2023 Def. 3.6, Thm. 4.1 (DP-MASE is eps-DP for communications)",
+    source="rio2023 Def. 3.6, Prop. 4.1 (DP-MASE is eps-DP for communications)",
     sample=_mase, claim=lambda p: (p["epsilon"], 0.0), epsilon=1.0,
     defaults={"beta": 0.5, "arms": 2, "gap": 3.0}))
