@@ -43,7 +43,7 @@ from protocols.privacy.audit import AuditTarget, gaussian_epsilon, laplace_loss,
 from protocols.privacy.gaussian_tree import FedUCBCalibration
 from protocols.privacy.interval import IntervalMechanism
 from protocols.privacy.tree import BinaryTreeCounter
-from protocols.rio2023.audit import _mase_setup
+from protocols.rio2023.audit import mase_setup
 from protocols.rio2023.rules import epoch_length
 
 #: agents (trials) per simulation
@@ -389,7 +389,7 @@ def _dp_mase_sums(params: Mapping[str, Any]) -> tuple[int, int]:
     """Epoch-1 reward sums (arm 0 on D, arm 1): arm 1 lies m = floor(2 (h + c) R) above arm 0, so that the
     vote against arm 0 (Alg. 4 line 8: mu~_1 - mu~_0 > 2 (h + c)) needs a difference of Laplace noises above
     a = 2 (h + c) - m / R in [0, 1 / R) on D and above a - 1 / R < 0 on D', where arm 0's sum is one less."""
-    length, h, c, _ = _mase_setup(params)
+    length, h, c, _ = mase_setup(params)
     base = length // 2
     return base, base + math.floor(2.0 * (h + c) * length)
 
@@ -441,7 +441,7 @@ def _difference_tail(z: float, scale: float) -> float:
 def _dp_mase_exact(params: Mapping[str, Any]) -> float:
     """Exact loss of the vote indicator: max over {vote}, {no vote} of |log P_D / P_D'|, with the claimed
     Laplace scale 1 / (eps R(1)) (appendix Alg. 4 line 6)."""
-    length, h, c, scale = _mase_setup(params)
+    length, h, c, scale = mase_setup(params)
     low, high = _dp_mase_sums(params)
     a = 2.0 * (h + c) - (high - low) / length
     p, q = _difference_tail(a, scale), _difference_tail(a - 1.0 / length, scale)

@@ -14,7 +14,7 @@ from protocols.privacy.mechanisms import LaplaceMechanism
 from protocols.rio2023.rules import dp_local_elimination, dp_radii, epoch_length
 
 
-def _mase_setup(params: Mapping[str, Any]) -> tuple[int, float, float, float]:
+def mase_setup(params: Mapping[str, Any]) -> tuple[int, float, float, float]:
     eps, beta, arms = params["epsilon"], params["beta"], params["arms"]
     length = epoch_length(1, arms, eps, beta)
     h, c = dp_radii(1, arms, length, eps, beta)
@@ -24,7 +24,7 @@ def _mase_setup(params: Mapping[str, Any]) -> tuple[int, float, float, float]:
 def _mase(params: Mapping[str, Any], trials: int, rng: np.random.Generator, neighbour: bool) -> np.ndarray:
     """Statistic: 1 when the agent votes against arm 0 (the message of Alg. 2 line 11), else 0."""
     eps, arms = params["epsilon"], params["arms"]
-    length, h, c, scale = _mase_setup(params)
+    length, h, c, scale = mase_setup(params)
     # empirical sums of epoch 1: arm 0 at mean 1/2; the other arms 2(h + c) - gap * scale above it,
     # so that a vote against arm 0 is a tail event of arm 0's noise.
     base = length // 2
