@@ -11,73 +11,18 @@ sends, the resolved message life gamma).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
-import numpy as np
 import pytest
 
-from netsim import runner, studies
-from netsim.studies.figures import figure_data
+from netsim import studies
+from tests.studycheck import check_figures, run_short
 
 FIGURES = ["dubey2020a-fig1a", "dubey2020a-fig1b", "dubey2020a-fig1c"]
 TRADEOFFS = ["tradeoff-dubey2020a-delay", "tradeoff-dubey2020a-loss"]
 #: overrides that make a quick-scale run of each study cost a few CPU seconds
 SHORT = {"network.agents": 40, "network.p": 0.25, "run.horizon": 120, "run.checkpoints": 12}
 TRIALS = 2
-
-
-def shortened(name: str, **extra) -> studies.Study:
-    """The bundled study ``name`` with its quick scale shortened by :data:`SHORT` (and ``extra``)."""
-    study = studies.load(name)
-    quick = study.scales["quick"]
-    quick = dataclasses.replace(quick, set={**quick.set, **SHORT, **extra})
-    return dataclasses.replace(study, scales={**study.scales, "quick": quick})
-
-
-def run_short(name: str, tmp_path, **extra):
-    plan = studies.plan(shortened(name, **extra), "quick", trials=TRIALS)
-    with runner.SerialExecutor() as pool:
-        results = studies.run(plan, tmp_path / name, executor=pool, progress=False)
-    return plan, results
-
-
-def value(point: studies.StudyPoint, column: str):
-    return point.variant if column == "variant" else point.params[column]
-
-
-def check_figures(plan: studies.StudyPlan, results) -> None:
-    """Every figure of the study: the expected curves/points, finite means inside their intervals."""
-    tables = results.tables()
-    assert (tables["study"]["status"] == "ok").all()
-    for figure in plan.study.figures:
-        data = figure_data(figure, tables)
-        points = [p for p in plan.points if not figure.variants or p.variant in figure.variants]
-        for metric in figure.metrics:
-            block = data[data["facet"] == metric] if figure.panels else data
-            where = f"{plan.study.name}: figure {figure.name!r}, {metric}"
-            if figure.kind == "series":
-                curves = {(value(p, figure.facet) if figure.facet else None, value(p, figure.hue)) for p in points}
-                assert block.groupby(["facet", "hue"]).ngroups == len(curves), where
-                assert set(block["hue"]) == {str(h) for _, h in curves}, where
-                times = block.groupby(["facet", "hue"])["time"].nunique()
-                assert (times == times.iloc[0]).all() and times.iloc[0] >= 2, where
-                columns = [("mean", "lo", "hi")]
-            elif figure.kind == "tradeoff":
-                assert len(block) == len(points), where  # one point per variant and grid point
-                assert sorted(block["point"]) == sorted(p.index for p in points), where
-                columns = [("x_mean", "x_lo", "x_hi"), ("y_mean", "y_lo", "y_hi")]
-            else:
-                expected = {(value(p, figure.facet) if figure.facet else None,
-                             value(p, figure.hue) if figure.hue else None, str(value(p, figure.x))) for p in points}
-                assert len(block) == len(expected), where
-                assert {str(x) for x in block["x"]} == {x for _, _, x in expected}, where
-                columns = [("mean", "lo", "hi")]
-            for mean, lo, hi in columns:
-                assert np.isfinite(block[mean]).all(), where
-                assert (block[lo] <= block[mean] + 1e-9).all() and (block[mean] <= block[hi] + 1e-9).all(), where
-            count = "x_n" if figure.kind == "tradeoff" else "n"
-            assert (block[count] >= TRIALS).all(), where
 
 
 # ---------------------------------------------------------------------- planning (both scales)
@@ -124,8 +69,8 @@ def test_tradeoff_grids():
 # ---------------------------------------------------------------------- running (quick scale, shortened)
 @pytest.mark.parametrize("name", FIGURES)
 def test_figure_study_runs_and_draws(name, tmp_path):
-    plan, results = run_short(name, tmp_path)
-    check_figures(plan, results)
+    plan, results = run_short(name, tmp_path, SHORT, TRIALS)
+    check_figures(plan, results, TRIALS)
     trials = results.trials
     assert set(trials["variant"]) == {v.name for v in plan.study.variants}
     isolated = trials[trials["protocol"].isin(["ucb1", "dp-ucb-int"])]
@@ -139,8 +84,8 @@ def test_figure_study_runs_and_draws(name, tmp_path):
 
 @pytest.mark.parametrize("name", TRADEOFFS)
 def test_tradeoff_study_runs_and_draws(name, tmp_path):
-    plan, results = run_short(name, tmp_path, **{"run.horizon": 60, "run.checkpoints": 6})
-    check_figures(plan, results)
+    plan, results = run_short(name, tmp_path, {**SHORT, "run.horizon": 60, "run.checkpoints": 6}, TRIALS)
+    check_figures(plan, results, TRIALS)
     trials = results.trials
     silent = trials[trials["protocol"].isin(["ucb1", "dp-ucb-int", "central-ucb"])]
     assert (silent["comm_cost"] == 0).all() and (silent["messages_sent"] == 0).all()

@@ -13,73 +13,18 @@ that never synchronises sends nothing.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
-import numpy as np
 import pytest
 
-from netsim import runner, studies
-from netsim.studies.figures import figure_data
+from netsim import studies
+from tests.studycheck import check_figures, run_short
 
 FIGURES = ["dubey2020b-fig1a", "dubey2020b-fig1b", "dubey2020b-fig1c", "dubey2020b-p2p"]
 TRADEOFFS = ["tradeoff-feducb-delay", "tradeoff-feducb-loss"]
 HORIZON = 100
 SHORT = {"run.horizon": HORIZON, "run.checkpoints": 10}
 TRIALS = 2
-
-
-def shortened(name: str) -> studies.Study:
-    """The bundled study ``name`` with its quick scale's horizon cut to :data:`HORIZON`."""
-    study = studies.load(name)
-    quick = study.scales["quick"]
-    quick = dataclasses.replace(quick, set={**quick.set, **SHORT})
-    return dataclasses.replace(study, scales={**study.scales, "quick": quick})
-
-
-def run_short(name: str, tmp_path):
-    plan = studies.plan(shortened(name), "quick", trials=TRIALS)
-    with runner.SerialExecutor() as pool:
-        results = studies.run(plan, tmp_path / name, executor=pool, progress=False)
-    return plan, results
-
-
-def value(point: studies.StudyPoint, column: str):
-    return point.variant if column == "variant" else point.params[column]
-
-
-def check_figures(plan: studies.StudyPlan, results) -> None:
-    """Every figure of the study: the expected curves/points, finite means inside their intervals."""
-    tables = results.tables()
-    assert (tables["study"]["status"] == "ok").all()
-    for figure in plan.study.figures:
-        data = figure_data(figure, tables)
-        points = [p for p in plan.points if not figure.variants or p.variant in figure.variants]
-        for metric in figure.metrics:
-            block = data[data["facet"] == metric] if figure.panels else data
-            where = f"{plan.study.name}: figure {figure.name!r}, {metric}"
-            if figure.kind == "series":
-                curves = {(value(p, figure.facet) if figure.facet else None, value(p, figure.hue)) for p in points}
-                assert block.groupby(["facet", "hue"]).ngroups == len(curves), where
-                assert set(block["hue"]) == {str(h) for _, h in curves}, where
-                times = block.groupby(["facet", "hue"])["time"].nunique()
-                assert (times == times.iloc[0]).all() and times.iloc[0] >= 2, where
-                columns = [("mean", "lo", "hi")]
-            elif figure.kind == "tradeoff":
-                assert len(block) == len(points), where  # one point per variant and grid point
-                assert sorted(block["point"]) == sorted(p.index for p in points), where
-                columns = [("x_mean", "x_lo", "x_hi"), ("y_mean", "y_lo", "y_hi")]
-            else:
-                expected = {(value(p, figure.facet) if figure.facet else None,
-                             value(p, figure.hue) if figure.hue else None, str(value(p, figure.x))) for p in points}
-                assert len(block) == len(expected), where
-                assert {str(x) for x in block["x"]} == {x for _, _, x in expected}, where
-                columns = [("mean", "lo", "hi")]
-            for mean, lo, hi in columns:
-                assert np.isfinite(block[mean]).all(), where
-                assert (block[lo] <= block[mean] + 1e-9).all() and (block[mean] <= block[hi] + 1e-9).all(), where
-            count = "x_n" if figure.kind == "tradeoff" else "n"
-            assert (block[count] >= TRIALS).all(), where
 
 
 # ---------------------------------------------------------------------- planning (both scales)
@@ -143,8 +88,8 @@ def test_tradeoff_grids_and_protocols():
 # ---------------------------------------------------------------------- running (quick scale, shortened)
 @pytest.mark.parametrize("name", FIGURES)
 def test_figure_study_runs_and_draws(name, tmp_path):
-    plan, results = run_short(name, tmp_path)
-    check_figures(plan, results)
+    plan, results = run_short(name, tmp_path, SHORT, TRIALS)
+    check_figures(plan, results, TRIALS)
     trials = results.trials
     assert set(trials["variant"]) == {v.name for v in plan.study.variants}
     if name == "dubey2020b-fig1b":  # paper mode, no delay: D = 0 synchronises in every trial
@@ -157,8 +102,8 @@ def test_figure_study_runs_and_draws(name, tmp_path):
 
 @pytest.mark.parametrize("name", TRADEOFFS)
 def test_tradeoff_study_runs_and_draws(name, tmp_path):
-    plan, results = run_short(name, tmp_path)
-    check_figures(plan, results)
+    plan, results = run_short(name, tmp_path, SHORT, TRIALS)
+    check_figures(plan, results, TRIALS)
     trials = results.trials
     isolated = trials[trials["variant"] == "isolated OFUL"]
     assert (isolated["comm_cost"] == 0).all() and (isolated["messages_sent"] == 0).all()
