@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import textwrap
 from pathlib import Path
 
@@ -369,7 +370,13 @@ def test_every_bundled_study_plans_at_both_scales(name):
                 studies.plan(study, scale)
             continue
         plan = studies.plan(study, scale)
-        assert plan.units()
+        assert plan.trials == study.scales[scale].trials
+        assert len(plan.points) == len(study.variants) * math.prod(len(v) for v in study.grid.values())
+        assert len(plan.units()) == len(plan.points) * plan.trials
+    # a study's text is finished: no placeholder (an upper-case word with an underscore such as
+    # PAPER_RESULTS, or MEASURED, TODO, TBD, XXX) left in its notes or scale notes
+    texts = [study.notes, study.description] + [study.scales[s].note for s in ("quick", "paper")]
+    assert not re.findall(r"\b(?:[A-Z]{3,}_[A-Z0-9_]+|MEASURED|TODO|TBD|XXX)\b", " ".join(texts)), name
 
 
 def test_protocol_columns_declare_what_results_return():

@@ -11,8 +11,6 @@ sends, the resolved message life gamma).
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from netsim import studies
@@ -26,16 +24,6 @@ TRIALS = 2
 
 
 # ---------------------------------------------------------------------- planning (both scales)
-@pytest.mark.parametrize("scale", ["quick", "paper"])
-@pytest.mark.parametrize("name", FIGURES + TRADEOFFS)
-def test_plans_at_both_scales(name, scale):
-    study = studies.load(name)
-    plan = studies.plan(study, scale)
-    assert plan.trials == study.scales[scale].trials
-    assert len(plan.points) == len(study.variants) * math.prod(len(v) for v in study.grid.values())
-    assert study.notes and study.source and study.scales[scale].note
-
-
 @pytest.mark.parametrize("name", FIGURES)
 def test_paper_scale_is_the_papers_size(name):
     """M = 200 agents, T = 1000 trials, 100 trials on G(200, 0.1), K = 5 (Sec. 5)."""

@@ -28,16 +28,6 @@ TRIALS = 2
 
 
 # ---------------------------------------------------------------------- planning (both scales)
-@pytest.mark.parametrize("scale", ["quick", "paper"])
-@pytest.mark.parametrize("name", FIGURES + TRADEOFFS)
-def test_plans_at_both_scales(name, scale):
-    study = studies.load(name)
-    plan = studies.plan(study, scale)
-    assert plan.trials == study.scales[scale].trials
-    assert len(plan.points) == len(study.variants) * math.prod(len(v) for v in study.grid.values())
-    assert study.notes and study.source and study.scales[scale].note
-
-
 def test_fig1a_paper_scale_is_the_eps_by_agents_grid():
     """Fig. 1(A): eps = 0.1 .. 10 (x 1000), M = 10 .. 100, 100 trials, ~70 rounds (threshold 170)."""
     plan = studies.plan(studies.load("dubey2020b-fig1a"), "paper")
