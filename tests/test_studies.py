@@ -243,8 +243,32 @@ def test_drawn_axes_show_the_data(tiny):
     _, canvas = drawn["tradeoff"]
     labels = [t.get_text() for t in canvas.axes[0].get_legend().get_texts()]
     assert "Pareto front (lower is better)" in labels
-    assert {t.get_text() for t in canvas.axes[0].texts} == {f"{v} (network.agents={m})" for v in
-                                                            ("isolated", "pooled", "flooding") for m in (3, 6)}
+    # the legend names the variants; each point is annotated with the grid value that tells it apart
+    assert sorted(t.get_text() for t in canvas.axes[0].texts) == sorted(
+        f"network.agents={m}" for _ in ("isolated", "pooled", "flooding") for m in (3, 6))
+
+
+def test_an_axis_starts_at_zero_only_where_no_trial_value_is_negative(tiny):
+    """A t interval over few trials can reach below 0 for a regret or a count: the axis is cut at 0
+    then (and the figure says so), never when a trial value is negative or for paired differences."""
+    from dataclasses import replace
+
+    from matplotlib.figure import Figure as MplFigure
+
+    study = studies.load(json.loads((tiny / "meta.json").read_text())["study"]["file"])
+    figure = replace(next(f for f in study.figures if f.kind == "final"), logy=False, baseline="")
+
+    def bottom(smallest: float, fig=figure) -> tuple[bool, float]:
+        ax = MplFigure().subplots()
+        ax.plot([0, 1], [-1.0, 2.0])                       # an interval reaching below 0
+        cut = SF._floor_at_zero(ax, fig, pd.DataFrame({"min": [smallest, 3.0]}))
+        return cut, ax.get_ylim()[0]
+
+    assert bottom(0.0) == (True, 0.0)
+    cut, low = bottom(-0.5)
+    assert not cut and low < 0
+    cut, low = bottom(0.0, replace(figure, baseline="isolated"))
+    assert not cut and low < 0
 
 
 # ---------------------------------------------------------------------- running, resuming, API

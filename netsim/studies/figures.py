@@ -130,9 +130,12 @@ def figure_data(figure: Figure, tables: Mapping[str, pd.DataFrame]) -> pd.DataFr
     if figure.kind == "tradeoff":
         by = ["_facet", "_hue", "point"]
         data = summarise(rows, by, figure.x, "x_").merge(summarise(rows, by, figure.y, "y_"), on=by)
-        params = _params(all_rows)
+        params = [key for key in _params(all_rows) if key != figure.facet]  # the panel's title gives the facet
         points = all_rows.drop_duplicates("point").set_index("point")
-        data.insert(3, "label", [_point_label(points, p, params) for p in data["point"]])
+        details = [_point_detail(points, p, params) for p in data["point"]]
+        variants = points.loc[data["point"], "variant"].astype(str).tolist()
+        data.insert(3, "label", [f"{v} ({d})" if d else v for v, d in zip(variants, details)])
+        data.insert(4, "detail", details)
         data["pareto"] = False
         for facet in data["_facet"].unique():
             here = data["_facet"] == facet
@@ -153,12 +156,11 @@ def figure_data(figure: Figure, tables: Mapping[str, pd.DataFrame]) -> pd.DataFr
     return data.rename(columns={"_facet": "facet", "_hue": "hue", figure.x: "x"}).reset_index(drop=True)
 
 
-def _point_label(points: pd.DataFrame, point: int, params: list[str]) -> str:
-    """A trade-off point's label: its variant, and the parameters that vary between that variant's points."""
+def _point_detail(points: pd.DataFrame, point: int, params: list[str]) -> str:
+    """The parameters that vary between the trade-off points of ``point``'s variant (``key=value, ...``)."""
     row = points.loc[point]
     same = points[points["variant"] == row["variant"]]
-    varying = [f"{key}={_text(row[key])}" for key in params if same[key].nunique() > 1]
-    return f"{row['variant']} ({', '.join(varying)})" if varying else str(row["variant"])
+    return ", ".join(f"{key}={_text(row[key])}" for key in params if same[key].nunique() > 1)
 
 
 # ---------------------------------------------------------------------- drawing
@@ -202,6 +204,7 @@ def draw(figure: Figure, data: pd.DataFrame, study: Study, trials: int) -> MplFi
     canvas = MplFigure(figsize=(5.4 * columns, 4.0 * rows + 0.6), layout="constrained")
     axes = np.atleast_1d(canvas.subplots(rows, columns, squeeze=False)).ravel()
     painter = {"series": _series, "final": _final, "loglog": _final, "tradeoff": _tradeoff}[figure.kind]
+    cut = False
     for ax, facet in zip(axes, facets):
         here = data[data["facet"] == facet]
         painter(ax, replace(figure, y=facet) if figure.panels else figure, here, hues, palette)
@@ -216,6 +219,7 @@ def draw(figure: Figure, data: pd.DataFrame, study: Study, trials: int) -> MplFi
             ax.set_yscale("log")
         if figure.logx:
             ax.set_xscale("log")
+        cut |= _floor_at_zero(ax, figure, here)
         if len(hues) > 1 or figure.kind in ("tradeoff", "loglog"):
             ax.legend(fontsize=8, title=figure.hue if figure.hue and figure.hue != "variant" else None,
                       title_fontsize=8)
@@ -227,10 +231,32 @@ def draw(figure: Figure, data: pd.DataFrame, study: Study, trials: int) -> MplFi
         unfinished = int(data.loc[data["facet"] == facets[0], "unfinished"].sum())
         if unfinished:
             note += f"; {unfinished} trial(s) unfinished at the horizon"
+    if cut:
+        note += "; intervals cut at 0 where no trial value is negative"
     width = 75 * columns  # characters that fit above the panels
     lines = [*textwrap.wrap(title, width), *textwrap.wrap(note, width)]
     canvas.suptitle("\n".join(lines), fontsize=10)
     return canvas
+
+
+def _floor_at_zero(ax: Any, figure: Figure, data: pd.DataFrame) -> bool:
+    """Start a linear axis at 0 when no trial value on it is negative (a t interval of a few trials
+    of a count or a regret can reach below 0, a value no trial can have); True if an interval was cut."""
+    cut = False
+    axes = [("y", "y_min" if figure.kind == "tradeoff" else "min", figure.logy or bool(figure.baseline))]
+    if figure.kind == "tradeoff":
+        axes.append(("x", "x_min", figure.logx))
+    for which, column, skip in axes:
+        values = data[column].to_numpy(dtype=float) if column in data.columns else np.array([np.nan])
+        if skip or not len(values) or np.isnan(values).any() or values.min() < 0:
+            continue
+        if which == "y" and ax.get_ylim()[0] < 0:
+            ax.set_ylim(bottom=0)
+            cut = True
+        elif which == "x" and ax.get_xlim()[0] < 0:
+            ax.set_xlim(left=0)
+            cut = True
+    return cut
 
 
 def _legend(hue: str, here: pd.DataFrame) -> str:
@@ -296,8 +322,11 @@ def _tradeoff(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], pale
                     label=_legend(hue, points))  # a variant's grid points joined in grid order
         if len(data) <= 12:  # beyond that, labels would hide the points: the CSV has them
             for _, point in points.iterrows():
-                ax.annotate(point["label"], (point["x_mean"], point["y_mean"]), textcoords="offset points",
-                            xytext=(4, 4), fontsize=7)
+                # the legend names the variant: a point is annotated with what else tells it apart
+                text = point["detail"] if figure.hue == "variant" else point["label"]
+                if text:
+                    ax.annotate(text, (point["x_mean"], point["y_mean"]), textcoords="offset points",
+                                xytext=(4, 4), fontsize=7).set_in_layout(False)
     front = data[data["pareto"]].sort_values("x_mean")
     if len(front):
         ax.step(front["x_mean"], front["y_mean"], where="post", color="0.3", linestyle="--", linewidth=1,

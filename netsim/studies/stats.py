@@ -44,15 +44,18 @@ def interval(values: Sequence[float] | np.ndarray) -> tuple[float, float, float,
 
 
 def summarise(frame: pd.DataFrame, by: list[str], metric: str, prefix: str = "") -> pd.DataFrame:
-    """Per group of ``by``: mean, lo, hi and n of ``metric`` (columns prefixed by ``prefix``), in the
-    order the groups first appear in ``frame``."""
+    """Per group of ``by``: mean, lo, hi, n and the smallest value (``min``) of ``metric`` (columns
+    prefixed by ``prefix``), in the order the groups first appear in ``frame``."""
     rows = []
     for key, group in frame.groupby(by, sort=False, dropna=False) if by else [((), frame)]:
         key = key if isinstance(key, tuple) else (key,)
-        mean, lo, hi, n = interval(group[metric].to_numpy(dtype=float))
+        values = group[metric].to_numpy(dtype=float)
+        mean, lo, hi, n = interval(values)
+        smallest = float(np.nanmin(values)) if n else float("nan")
         rows.append({**dict(zip(by, key)), f"{prefix}mean": mean, f"{prefix}lo": lo, f"{prefix}hi": hi,
-                     f"{prefix}n": n})
-    return pd.DataFrame(rows, columns=[*by, f"{prefix}mean", f"{prefix}lo", f"{prefix}hi", f"{prefix}n"])
+                     f"{prefix}n": n, f"{prefix}min": smallest})
+    columns = [*by, *(f"{prefix}{c}" for c in ("mean", "lo", "hi", "n", "min"))]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def pareto(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
