@@ -86,6 +86,13 @@ def paper(name: str, jobs: int) -> dict:
             "by_point": points}
 
 
+def _reason(error: str) -> str:
+    """An error line for the table: what is missing, without this machine's paths."""
+    if "data file" in error and "not found" in error:
+        return "needs a data file netsim does not ship (the study's notes say where to get it)"
+    return error.replace(str(ROOT) + "/", "")
+
+
 def table(results: dict) -> str:
     from netsim import studies
 
@@ -96,12 +103,12 @@ def table(results: dict) -> str:
         study = studies.load(name)
         q = row.get("quick", {})
         quick_total += q.get("wall_s", 0.0)
-        quick_cell = f"{q['wall_s']:g}" if q.get("exit") == 0 else f"not run: {q.get('error', '')}"
+        quick_cell = f"{q['wall_s']:g}" if q.get("exit") == 0 else f"not run: {_reason(q.get('error', ''))}"
         p = row.get("paper")
         if p is None:
             paper_cell, how, size = "-", "not measured", "-"
         elif "error" in p:
-            paper_cell, how, size = "-", p["error"], "-"
+            paper_cell, how, size = "-", f"not measured: {_reason(p['error'])}", "-"
         else:
             size = f"{len(study.variants)} x {p['points'] // len(study.variants)} x {p['trials']}"
             paper_cell = f"{p['wall_min']:,.1f}"
