@@ -87,10 +87,8 @@ def paper(name: str, jobs: int) -> dict:
 
 
 def _reason(error: str) -> str:
-    """An error line for the table: what is missing, without this machine's paths."""
-    if "data file" in error and "not found" in error:
-        return "needs a data file netsim does not ship (the study's notes say where to get it)"
-    return error.replace(str(ROOT) + "/", "")
+    """An error line for the table, without this machine's paths and the ``netsim: error:`` prefix."""
+    return error.replace(str(ROOT) + "/", "").removeprefix("netsim: error: ")
 
 
 def table(results: dict) -> str:

@@ -37,11 +37,16 @@ def _privatizer(params: Mapping[str, Any], trials: int, rng: np.random.Generator
     return statistic                                # linear in the privacy loss (Gaussian noise)
 
 
-def _privatizer_exact(params: Mapping[str, Any]) -> float:
-    cal = _fed_calibration(params)
+def first_round_epsilon(cal: FedUCBCalibration, delta: float) -> float:
+    """The exact (eps, delta) loss of round 1's statistic over ``cal.releases`` tree releases: round 1
+    sits in the nodes released at 1, 2, 4, ...; neighbouring (x, y) = (e1, 1) and (-e1, 1) shift one
+    entry by 2 in each, against Gaussian noise of standard deviation ``cal.noise_std`` per node."""
     nodes = sum(1 for r in range(1, cal.releases + 1) if r & (r - 1) == 0)
-    mu = math.sqrt(nodes) * 2.0 / cal.noise_std     # shift 2 in an entry of variance sigma_N^2, per node
-    return gaussian_epsilon(mu, params["delta"])
+    return gaussian_epsilon(math.sqrt(nodes) * 2.0 / cal.noise_std, delta)
+
+
+def _privatizer_exact(params: Mapping[str, Any]) -> float:
+    return first_round_epsilon(_fed_calibration(params), params["delta"])
 
 
 PRIVATIZER = register(AuditTarget(

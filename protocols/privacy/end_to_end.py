@@ -39,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from protocols.privacy.audit import AuditTarget, gaussian_epsilon, laplace_loss, register
+from protocols.feducb.audit import first_round_epsilon
+from protocols.privacy.audit import AuditTarget, laplace_loss, register
 from protocols.privacy.gaussian_tree import FedUCBCalibration
 from protocols.privacy.interval import IntervalMechanism
 from protocols.privacy.tree import BinaryTreeCounter
@@ -76,6 +77,20 @@ def _simulation(document: dict[str, Any], seed: int, scenarios: dict[int, Any]):
     return Simulation(scenarios[agents], trial_sequence(seed, 0))
 
 
+def _neighbouring_rewards(agents: int, neighbour: bool, pull: int = 0) -> Callable[..., np.ndarray]:
+    """A ``bandit.pull_many`` for the neighbouring reward sequences: in D every reward is 0; in D' the
+    reward of each agent's arm-0 pull number ``pull`` (0 = its first) is 1, every other 0."""
+    pulls = np.zeros(agents, dtype=np.int64)   # pulls of arm 0 so far, per agent
+
+    def pull_many(who: np.ndarray, arms: np.ndarray, n: int = 1) -> np.ndarray:
+        who, arms = np.asarray(who, dtype=np.int64), np.asarray(arms, dtype=np.int64)
+        hit = (arms == 0) & (pulls[who] == pull)
+        pulls[who[arms == 0]] += 1
+        return np.where(hit & neighbour, 1.0, 0.0)
+
+    return pull_many
+
+
 # ---------------------------------------------------------------------- dubey2020a-private
 def _dubey_document(params: Mapping[str, Any], agents: int, seed: int) -> dict[str, Any]:
     f = IntervalMechanism(epsilon=params["epsilon"], v=params["v"]).interval
@@ -99,16 +114,7 @@ def _dubey(params: Mapping[str, Any], trials: int, rng: np.random.Generator, nei
 
     def one(agents: int, seed: int) -> np.ndarray:
         sim = _simulation(_dubey_document(params, agents, 0), seed, scenarios)
-        first = np.ones(agents, dtype=bool)
-
-        def pull_many(who, arms, n=1):
-            # D: every reward 0; D': the first reward of arm 0 is 1, every other 0
-            who, arms = np.asarray(who, dtype=np.int64), np.asarray(arms, dtype=np.int64)
-            hit = (arms == 0) & first[who]
-            first[who[arms == 0]] = False
-            return np.where(hit & neighbour, 1.0, 0.0)
-
-        sim.bandit.pull_many = pull_many
+        sim.bandit.pull_many = _neighbouring_rewards(agents, neighbour)   # D': the first reward of arm 0 is 1
         loss = np.zeros(agents)
         seen = np.zeros(agents)
         proto = sim.protocol
@@ -177,16 +183,8 @@ def _cdp(params: Mapping[str, Any], trials: int, rng: np.random.Generator, neigh
 
     def one(agents: int, seed: int) -> np.ndarray:
         sim = _simulation(_cdp_document(params, agents), seed, scenarios)
-        first = np.ones(agents, dtype=bool)
-
-        def pull_many(who, arms, n=1):
-            # D: every reward 0; D': the agent's first reward of arm 0 (in epoch 1's exploration) is 1
-            who, arms = np.asarray(who, dtype=np.int64), np.asarray(arms, dtype=np.int64)
-            hit = (arms == 0) & first[who]
-            first[who[arms == 0]] = False
-            return np.where(hit & neighbour, 1.0, 0.0)
-
-        sim.bandit.pull_many = pull_many
+        # D': the agent's first reward of arm 0 (in epoch 1's exploration) is 1
+        sim.bandit.pull_many = _neighbouring_rewards(agents, neighbour)
         from netsim.testing import MessageSpy
 
         spy = MessageSpy(kinds=["cdp-upload"]).attach(sim)
@@ -264,10 +262,7 @@ def _feducb_calibration(params: Mapping[str, Any]) -> FedUCBCalibration:
 
 
 def _feducb_exact(params: Mapping[str, Any]) -> float:
-    cal = _feducb_calibration(params)
-    nodes = sum(1 for r in range(1, params["releases"] + 1) if r & (r - 1) == 0)
-    mu = math.sqrt(nodes) * 2.0 / cal.noise_std   # y x differs by 2 in one entry of every node holding round 1
-    return gaussian_epsilon(mu, params["delta"])
+    return first_round_epsilon(_feducb_calibration(params), params["delta"])
 
 
 E2E_FEDUCB = register(AuditTarget(
@@ -320,16 +315,8 @@ def _fed_ucb(params: Mapping[str, Any], trials: int, rng: np.random.Generator, n
 
     def one(agents: int, seed: int) -> np.ndarray:
         sim = _simulation(_fed_ucb_document(params, agents), seed, scenarios)
-        pulls = np.zeros(agents, dtype=np.int64)   # pulls of arm 0 so far, per agent
-
-        def pull_many(who: np.ndarray, arms: np.ndarray, n: int = 1) -> np.ndarray:
-            # D: every reward 0; D': X(1) of arm 0 (the first reward of the stream Def. 1 protects) is 1
-            who, arms = np.asarray(who, dtype=np.int64), np.asarray(arms, dtype=np.int64)
-            hit = (arms == 0) & (pulls[who] == 1)
-            pulls[who[arms == 0]] += 1
-            return np.where(hit & neighbour, 1.0, 0.0)
-
-        sim.bandit.pull_many = pull_many
+        # D': X(1) of arm 0 (its second pull: the first reward of the stream Def. 1 protects) is 1
+        sim.bandit.pull_many = _neighbouring_rewards(agents, neighbour, pull=1)
         out = np.full(agents, np.nan)
 
         def observe(proto: Any) -> None:   # called after every tick, its counter ``t`` already advanced
