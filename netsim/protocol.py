@@ -24,6 +24,11 @@ Subclasses declare:
   rule in :meth:`Protocol.start` (``network.corruptible``, usually through
   :func:`netsim.corruption.rewriting`). Empty: the protocol exchanges no reward statistics, and a
   scenario whose ``[adversary]`` would act is refused when loaded;
+* ``relays``: whether agents forward records other agents created (the LOCAL flooding); only then
+  does ``adversary.relay`` (byzantine agents also corrupt what they relay) change a run, and a
+  scenario setting it for a protocol that relays nothing is refused when loaded;
+* optionally ``check_network(scenario, network)``: checks that need the built network (trial 0's
+  graph), e.g. a message life that resolves to no relaying on it;
 * ``columns``: the extra ``trials.csv`` columns :meth:`Protocol.results` may return (a study's
   figures may plot them; a test checks the declaration against real runs).
 
@@ -47,6 +52,7 @@ import numpy as np
 from netsim import params as P
 
 if TYPE_CHECKING:
+    from netsim.network import Network
     from netsim.scenario import Scenario
     from netsim.sim import Simulation
 
@@ -63,6 +69,7 @@ class Protocol:
     crash_states: ClassVar[tuple[str, ...]] = ()
     unsupported_faults: ClassVar[tuple[str, ...]] = ()
     corruptible: ClassVar[tuple[str, ...]] = ()
+    relays: ClassVar[bool] = False
     columns: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, sim: Simulation, params: Mapping[str, Any]):
@@ -72,6 +79,10 @@ class Protocol:
     @classmethod
     def check(cls, scenario: Scenario) -> None:
         """Raise :class:`~netsim.errors.InputError` when ``scenario`` cannot run this protocol."""
+
+    @classmethod
+    def check_network(cls, scenario: Scenario, network: Network) -> None:
+        """Like :meth:`check`, with trial 0's built network (its ``agent_graph``); called when the scenario loads."""
 
     def start(self) -> None:
         """Subscribe to messages and schedule clocks; called once at time 0."""

@@ -258,7 +258,7 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     and ``n``, the number of trials with a value: a column a protocol leaves undefined (NaN) in
     unfinished trials, such as ``correct``, shows over how many trials its mean is taken."""
     columns = ["group_regret", "mean_agent_regret", "comm_cost", "links_agent_agent", "links_server_agent",
-               "messages_sent", "rounds"]
+               "messages_sent", "messages_corrupted", "rounds"]
     columns += [c for c in frame.columns if c not in TRIAL_COLUMNS and not c.startswith("sent_")
                 and pd.api.types.is_numeric_dtype(frame[c])]
     table = frame[columns].agg(["mean", "std", "min", "max", "count"]).T

@@ -452,7 +452,8 @@ def _check_protocol_fit(scenario: Scenario, protocol_cls: Any, source: str | Non
         check_adversary(scenario, protocol_cls)
         protocol_cls.check(scenario)
         # A dry build of trial 0's network catches disconnected graphs and bad topology keys now.
-        build_network(scenario, simpy.Environment(), Streams(trial_sequence(scenario.run["seed"], 0)))
+        network = build_network(scenario, simpy.Environment(), Streams(trial_sequence(scenario.run["seed"], 0)))
+        protocol_cls.check_network(scenario, network)
         # A random topology draws another graph for every trial: check each of them too.
         check_trial_graphs(scenario, range(1, scenario.run["trials"]))
     except InputError as exc:
@@ -583,6 +584,16 @@ def check_adversary(scenario: Scenario, protocol_cls: Any) -> None:
         raise InputError(f"protocol {protocol_cls.name!r} exchanges no reward statistics, so an adversary has "
                          "nothing to corrupt; accepted: no [adversary] section (byzantine = 0, link_corruption = 0)",
                          key=named if liars else "adversary.link_corruption")
+    if not liars and spec["link_corruption"] == 0 and spec["distribution"] != ADVERSARY["distribution"].default:
+        raise InputError("distribution is the law Q of corrupted values, and nobody corrupts; accepted: "
+                         "adversary.byzantine > 0 (with corruption > 0) or adversary.link_corruption > 0",
+                         key="adversary.distribution")
+    if spec["relay"] and not liars:
+        raise InputError("relay makes byzantine agents also corrupt what they forward, and there is none; "
+                         "accepted: relay = false, or adversary.byzantine > 0", key="adversary.relay")
+    if spec["relay"] and not protocol_cls.relays:
+        raise InputError(f"protocol {protocol_cls.name!r} forwards no record another agent created, so relay "
+                         "changes nothing; accepted: relay = false", key="adversary.relay")
 
 
 def _adversary(scenario: Scenario, streams: Streams) -> Adversary | None:

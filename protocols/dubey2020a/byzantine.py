@@ -36,6 +36,7 @@ class ByzantineProofMultiAgentUCB(Trials):
     }
     kind = "dubey2020a-rewards"
     corruptible = (kind,)
+    relays = True
 
     def setup(self) -> None:
         self.gamma = resolve_gamma(self.params["gamma"], self.sim.network.agent_graph)

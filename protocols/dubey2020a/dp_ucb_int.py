@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from netsim.registry import register_protocol
-from protocols.dubey2020a.rules import epsilon_field, ucb_choice, v_field
-from protocols.dubey2020a.trials import Trials, forget_own, own_update
-from protocols.privacy.interval import IntervalMechanism
+from protocols.dubey2020a.rules import epsilon_field, record_counts_field, ucb_choice, v_field
+from protocols.dubey2020a.trials import Trials, check_record_counts, forget_own, init_own, own_update, paired_counts
 
 
 @register_protocol
@@ -17,25 +16,30 @@ class IsolatedDPUCBInt(Trials):
 
     Round-robin for t <= K f, f = ceil(1/eps); the mean of an arm is replaced by a fresh noisy
     release (interval mechanism) whenever its count reaches a multiple of f, and the agent plays
-    argmax released_mean_k + sqrt(2 ln t / n_k) with its current counts.
+    argmax released_mean_k + sqrt(2 ln t / n_k). ``record_counts`` picks n_k as for the
+    multi-agent protocol's records (:func:`~protocols.dubey2020a.trials.paired_counts`):
+    ``"current"`` (default, as DP-UCB-INT is usually written: the current count), ``"released"``
+    (the count at the mean's release, so the bonus is the width of the mean it is added to). An
+    arm never released has n_k = 0 (index +inf): it only happens to an agent that restarted with
+    its state lost, after the round-robin.
     """
 
     name = "dp-ucb-int"
     columns = ("epsilon_spent", "releases")
     description = "DP-UCB-INT (interval mechanism) on every agent in isolation (baseline)"
     requires_connected = False
-    fields = {"epsilon": epsilon_field(), "v": v_field()}
+    fields = {"epsilon": epsilon_field(), "v": v_field(), "record_counts": record_counts_field()}
+
+    @classmethod
+    def check(cls, scenario) -> None:
+        super().check(scenario)
+        check_record_counts(cls, scenario)
 
     def setup(self) -> None:
-        self.mechanism = IntervalMechanism(epsilon=self.params["epsilon"], v=self.params["v"])
-        self.rng = self.sim.streams.for_("privacy")
-        self.counts = np.zeros((self.m, self.k))
-        self.sums = np.zeros((self.m, self.k))
-        self.released = np.zeros((self.m, self.k))
-        self.releases = 0
+        init_own(self)
 
     def step(self, t: int) -> None:
-        arms = ucb_choice(self.released, self.counts, t, self.k * self.mechanism.interval)
+        arms = ucb_choice(self.released, paired_counts(self), t, self.k * self.mechanism.interval)
         active = self.active()
         if len(active) < self.m:
             arms = arms[active]

@@ -44,6 +44,15 @@ def v_field() -> P.Field:
                   doc="privacy rate v in (1, 1.5): Laplace scale n^(v/2-1) (Alg. 1 line 7)")
 
 
+RECORD_COUNTS = ("current", "released")
+
+
+def record_counts_field() -> P.Field:
+    return P.choice(RECORD_COUNTS, default="current",
+                    doc="count paired with each released mean: 'current' (the pull count now, Eq. 6 as "
+                        "written) or 'released' (the pull count at the mean's release)")
+
+
 def private_group_estimates(own_sums: np.ndarray, own_counts: np.ndarray, table_means: np.ndarray,
                             table_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Alg. 1 lines 22-33: N_k = n_k + sum_{m'} a'_k and mu_k = (s_k + sum_{m'} a'_k x'_k) / N_k.
