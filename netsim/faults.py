@@ -118,6 +118,35 @@ def kinds(spec: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(k for k in FAULT_KINDS if on[k])
 
 
+def check_inert(spec: Mapping[str, Any] | None, source: str | None = None) -> None:
+    """Refuse a fault key that could not act: a parameter of a fault that is off.
+
+    ``link_up_rate`` without links going down (``link_down_rate = 0``), ``restart_rate`` without
+    random crashes (scheduled crashes carry their own end), ``state`` without any crash that ends,
+    ``reorder_delay`` with ``reorder = 0``.
+    """
+    if not spec:
+        return
+    default_reorder = parse_distribution(FAULTS["reorder_delay"].default, key="faults.reorder_delay",
+                                         models=DELAY_MODELS).as_table()
+    restarts = spec["restart_rate"] > 0 or any(math.isfinite(c["end"]) for c in spec["crashes"])
+    inert = [
+        ("faults.link_up_rate", spec["link_up_rate"] != FAULTS["link_up_rate"].default and spec["link_down_rate"] == 0,
+         "is the rate at which a link that went down comes back, and none goes down; accepted: link_down_rate > 0"),
+        ("faults.restart_rate", spec["restart_rate"] > 0 and spec["crash_rate"] == 0,
+         "restarts agents that crashed at random, and crash_rate = 0; accepted: crash_rate > 0"),
+        ("faults.state", spec["state"] != FAULTS["state"].default and not (
+            (spec["crash_rate"] > 0 or spec["crashes"]) and restarts),
+         "is what a restarted node keeps, and no node restarts; accepted: crashes that end, or crash_rate and "
+         "restart_rate > 0"),
+        ("faults.reorder_delay", spec["reorder"] == 0 and spec["reorder_delay"] != default_reorder,
+         "is the extra delay of reordered messages, and reorder = 0; accepted: reorder > 0"),
+    ]
+    for key, bad, why in inert:
+        if bad:
+            raise InputError(f"{key.split('.')[1]} {why}", source=source, key=key)
+
+
 def check_protocol(spec: Mapping[str, Any] | None, protocol_cls: Any, source: str | None = None) -> None:
     """Reject faults that ``protocol_cls`` declares it cannot survive (one clear line)."""
     active = kinds(spec)

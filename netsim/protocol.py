@@ -24,6 +24,9 @@ Subclasses declare:
   rule in :meth:`Protocol.start` (``network.corruptible``, usually through
   :func:`netsim.corruption.rewriting`). Empty: the protocol exchanges no reward statistics, and a
   scenario whose ``[adversary]`` would act is refused when loaded;
+* ``sends``: whether its agents send messages at all (``False``: an isolated or centralised
+  baseline); a scenario setting a key that only acts on messages (delays, loss, per-link
+  overrides, links going down, duplication, reordering) for one that sends none is refused;
 * ``relays``: whether agents forward records other agents created (the LOCAL flooding); only then
   does ``adversary.relay`` (byzantine agents also corrupt what they relay) change a run, and a
   scenario setting it for a protocol that relays nothing is refused when loaded;
@@ -69,6 +72,7 @@ class Protocol:
     crash_states: ClassVar[tuple[str, ...]] = ()
     unsupported_faults: ClassVar[tuple[str, ...]] = ()
     corruptible: ClassVar[tuple[str, ...]] = ()
+    sends: ClassVar[bool] = True
     relays: ClassVar[bool] = False
     columns: ClassVar[tuple[str, ...]] = ()
 

@@ -448,7 +448,9 @@ def _check_protocol_fit(scenario: Scenario, protocol_cls: Any, source: str | Non
     if scenario.run["checkpoints"] > 10**6:
         raise InputError("too many checkpoints; accepted: at most 1000000", source=source, key="run.checkpoints")
     try:
+        F.check_inert(scenario.faults)
         F.check_protocol(scenario.faults, protocol_cls)
+        check_network_keys(scenario, protocol_cls)
         check_adversary(scenario, protocol_cls)
         protocol_cls.check(scenario)
         # A dry build of trial 0's network catches disconnected graphs and bad topology keys now.
@@ -556,6 +558,35 @@ def byzantine_count(adversary: Mapping[str, Any], agents: int) -> int:
     if adversary["agents"]:
         return len(set(adversary["agents"]))
     return int(math.floor(adversary["byzantine"] * agents + 0.5))
+
+
+def check_network_keys(scenario: Scenario, protocol_cls: Any) -> None:
+    """Refuse a network or link-fault key that cannot act on this scenario.
+
+    ``server_delay`` without server nodes; and for a protocol that sends no message
+    (``Protocol.sends = False``: isolated or centralised baselines), every key that only acts on
+    messages: delays, loss, per-link overrides, links going down, duplication, reordering.
+    """
+    net, faults = scenario.network, scenario.faults
+    if net["server_delay"] is not None and net["servers"] == 0:
+        raise InputError("server_delay is the delay of server-agent links, and there is no server; accepted: "
+                         "network.servers > 0, or no server_delay", key="network.server_delay")
+    if protocol_cls.sends:
+        return
+    acting = [
+        ("network.delay", net["delay"] != NETWORK["delay"].default),
+        ("network.server_delay", net["server_delay"] is not None),
+        ("network.loss", net["loss"] > 0),
+        ("network.links", bool(net["links"])),
+        ("faults.links", bool(faults["links"])),
+        ("faults.link_down_rate", faults["link_down_rate"] > 0),
+        ("faults.duplication", faults["duplication"] > 0),
+        ("faults.reorder", faults["reorder"] > 0),
+    ]
+    for key, on in acting:
+        if on:
+            raise InputError(f"protocol {protocol_cls.name!r} sends no message, so {key} changes nothing; accepted: "
+                             f"the default {key} (its agents learn alone or from a central pool)", key=key)
 
 
 def check_adversary(scenario: Scenario, protocol_cls: Any) -> None:

@@ -9,17 +9,21 @@ mu_hat_k + sqrt(2 ln t / n_k), where t counts the pulls whose rewards the learne
   over T ticks behave as one UCB1 learner over M T pulls (the lower-bound reference).
   Nothing is sent, so no links are built.
 
-Faults (``docs/faults.md``): neither protocol sends, so link, duplication and reordering faults
-change nothing. A crashed agent does not pull until it restarts (its regret stops growing; the
-others go on). With ``state = "lost"`` a restarted ``ucb1`` agent starts UCB1 afresh (its counts
-and sums are zeroed); ``central-ucb`` keeps its one learner outside the agents, so a restart
-loses nothing and both states behave alike.
+Faults (``docs/faults.md``): neither protocol sends (``sends = False``), so a scenario setting a
+key that only acts on messages (delays, loss, per-link overrides, links going down, duplication,
+reordering) is refused when it loads, rather than run unchanged. A crashed agent does not pull
+until it restarts (its regret stops growing; the others go on). With ``state = "lost"`` a
+restarted ``ucb1`` agent starts UCB1 afresh (its counts and sums are zeroed); ``central-ucb``
+keeps its one learner outside the agents, so a restart loses nothing: it accepts only
+``state = "kept"`` ("lost" would run the same). ``ucb1`` refuses ``clock.jitter``: an agent alone
+pulls the same arms whenever its clock ticks, so jitter would change nothing.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from netsim.errors import InputError
 from netsim.protocol import Ticking
 from netsim.registry import register_protocol
 from protocols.ucb import ucb_index
@@ -38,6 +42,13 @@ class IsolatedUCB1(Ticking):
 
     name = "ucb1"
     description = "isolated UCB1 on every agent, no communication (baseline)"
+    sends = False
+
+    @classmethod
+    def check(cls, scenario) -> None:
+        if scenario.clock["jitter"] > 0:
+            raise InputError("ucb1 agents learn alone: a jittered clock changes when they pull, not what they pull "
+                             "or earn; accepted: clock.jitter = 0", key="clock.jitter")
 
     def start(self) -> None:
         m, k = self.sim.num_agents, self.sim.bandit.num_arms
@@ -64,6 +75,8 @@ class CentralizedUCB(Ticking):
 
     name = "central-ucb"
     description = "centralized UCB1 on instantly pooled rewards (lower-bound reference)"
+    sends = False
+    crash_states = ("kept",)  # the learner is outside the agents: a "lost" restart would lose nothing
 
     def start(self) -> None:
         k = self.sim.bandit.num_arms

@@ -28,6 +28,7 @@ class IsolatedDPUCBInt(Trials):
     columns = ("epsilon_spent", "releases")
     description = "DP-UCB-INT (interval mechanism) on every agent in isolation (baseline)"
     requires_connected = False
+    sends = False
     fields = {"epsilon": epsilon_field(), "v": v_field(), "record_counts": record_counts_field()}
 
     @classmethod

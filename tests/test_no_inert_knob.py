@@ -1,0 +1,167 @@
+"""No inert knob (issue 24, item 5): every fault, adversary, delay and clock key, set on every protocol,
+either changes the run or is refused when the scenario loads.
+
+For each registered protocol a tiny instance (a few agents, a short horizon, one trial: the
+smallest setting in which it communicates) is run once as its baseline; then each key is set to a
+value that differs from the default, on top of a *context* (the keys that give it something to act
+on: ``link_up_rate`` needs links that go down, ``relay`` needs liars, ...), and the run is compared
+with the run of the context alone. Exactly one of these must hold:
+
+* loading is refused with an :class:`~netsim.errors.InputError` whose ``key`` is the walked key (or,
+  when the context itself is refused, the context's key: the walked key is then never reached); or
+* the tables differ: the trial row (regret, messages, counters, protocol columns) or the per-agent
+  regret.
+
+A key whose run equals its context run bit for bit is inert: accepted and ignored. That is the
+failure this test exists for.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from typing import Any
+
+import numpy as np
+import pytest
+
+from netsim import scenario as S
+from netsim.errors import InputError
+from netsim.registry import protocols
+from netsim.sim import run_trial
+from netsim.streams import trial_sequence
+
+RIO = {"network.agents": 6, "run.checkpoints": 1, "run.horizon": 30000}  # they stop at |K| = 1 (about 2e3-1e4)
+# protocol -> (bundled scenario, overrides; None removes a protocol key the base scenario sets)
+TINY: dict[str, tuple[str, dict[str, Any]]] = {
+    "ucb1": ("quickstart", {"network.agents": 4, "run.horizon": 60}),
+    "central-ucb": ("quickstart", {"protocol.name": "central-ucb", "network.agents": 4, "run.horizon": 60}),
+    "cdp-mab": ("li2022-fig8-homogeneous", {"bandit.arms": 3, "run.horizon": 400, "protocol.epsilon": math.inf}),
+    "ddp-mab": ("li2022-gis-path5", {"network.agents": 4, "run.horizon": 200}),
+    "hdp-mab": ("li2022-fig11-case1", {"network.agents": 6, "network.components": 2, "bandit.arms": 3,
+                                       "run.horizon": 300}),
+    "dubey2020a-private": ("dubey2020a-fig1a", {"network.topology": "ring", "network.p": None,
+                                                "network.agents": 6, "protocol.gamma": 2, "protocol.epsilon": 0.5, "run.horizon": 60}),
+    "dubey2020a-byzantine": ("dubey2020a-fig1b", {"network.topology": "ring", "network.p": None,
+                                                  "network.agents": 6, "protocol.gamma": 2, "run.horizon": 60}),
+    "dp-ucb-int": ("dubey2020a-fig1a-dpucbint", {"network.agents": 6, "network.p": 0.6,
+                                                 "protocol.epsilon": 0.5, "run.horizon": 60}),
+    "fed-ucb": ("zhu2021-fig2a-eps1", {"protocol.mode": "realistic", "network.agents": 4, "run.horizon": 80}),
+    "gossip-ucb": ("zhu2021-fig2a-eps1", {"protocol.name": "gossip-ucb", "protocol.epsilon": None,
+                                          "protocol.mode": "realistic", "network.agents": 4, "run.horizon": 80}),
+    "feducb": ("dubey2020b-fig1c", {"network.agents": 3, "run.horizon": 60}),
+    "feducb-p2p": ("dubey2020b-p2p", {"network.agents": 4, "network.p": 0.8, "run.horizon": 60}),
+    "mase": ("rio2023-fig1-left-eps0.1", {"protocol.name": "mase", "protocol.epsilon": None, **RIO}),
+    "dp-mase": ("rio2023-fig1-left-eps0.1", RIO),
+    "corrupted-elimination": ("rio2023-fig1-right-xi0.05", RIO),
+    "feraud2019": ("rio2023-fig1-right-xi0.05", {"protocol.name": "feraud2019", "protocol.xi": None, **RIO}),
+    "central-se": ("rio2023-fig1-central", RIO),
+    "independent-se": ("rio2023-fig1-independent", RIO),
+}
+
+LIARS = {"adversary.byzantine": 0.34, "adversary.corruption": 1.0}
+SLOW = {"model": "exponential", "mean": 2.0}
+
+
+def walk(scenario: S.Scenario, edge: tuple[int, int], span: float) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(key, its setting, context) for every fault, adversary, delay and clock key.
+
+    rio2023's exact-law event mode refuses crashes (it cannot skip a crashed agent's activations):
+    its crash keys are walked in the round-by-round simulation (the context). ``span``: the end
+    time of the protocol's baseline run (faults are placed and timed within it).
+    """
+    u, v = edge
+    early, late = 0.2 * span, 0.6 * span
+    downs = {"faults.link_down_rate": 0.1}
+    rounds = {"protocol.simulation": "rounds"} if scenario.protocol.get("simulation") == "events" else {}
+    crash = {"faults.crashes": [{"node": 1, "start": early, "end": late}]}
+    return [
+        ("network.delay", {"network.delay": SLOW}, {}),
+        ("network.server_delay", {"network.server_delay": SLOW}, {}),
+        ("network.loss", {"network.loss": 0.3}, {}),
+        ("network.links", {"network.links": [{"u": u, "v": v, "delay": {"model": "constant", "value": 4.0}}]}, {}),
+        ("faults.links", {"faults.links": [{"u": u, "v": v, "start": early, "end": late}]}, {}),
+        ("faults.link_down_rate", downs, {}),
+        ("faults.link_up_rate", {"faults.link_up_rate": 0.05}, downs),
+        ("faults.crashes", crash, rounds),
+        ("faults.crash_rate", {"faults.crash_rate": 1.0 / span}, rounds),
+        ("faults.restart_rate", {"faults.restart_rate": 10.0 / span}, {"faults.crash_rate": 1.0 / span, **rounds}),
+        ("faults.state", {"faults.state": "lost"}, {**crash, **rounds}),
+        ("faults.duplication", {"faults.duplication": 0.3}, {}),
+        ("faults.reorder", {"faults.reorder": 0.5}, {}),
+        ("faults.reorder_delay", {"faults.reorder_delay": {"model": "constant", "value": 7.0}},
+         {"faults.reorder": 0.5}),
+        ("adversary.byzantine", LIARS, {}),
+        ("adversary.agents", {"adversary.agents": [0], "adversary.corruption": 1.0}, {}),
+        ("adversary.corruption", {"adversary.corruption": 0.5}, LIARS),
+        ("adversary.distribution", {"adversary.distribution": {"model": "constant", "value": 0.5}}, LIARS),
+        ("adversary.relay", {"adversary.relay": True}, LIARS),
+        ("adversary.link_corruption", {"adversary.link_corruption": 0.5}, {}),
+        ("clock.period", {"clock.period": 2.0}, {}),
+        ("clock.jitter", {"clock.jitter": 0.3}, {}),
+    ]
+
+
+def load(name: str, sets: dict[str, Any]) -> S.Scenario:
+    base, tiny = TINY[name]
+    path = S.locate(base)
+    document = tomllib.loads(path.read_text())
+    for key, value in {**tiny, **sets}.items():
+        section, _, rest = key.partition(".")
+        table = document.setdefault(section, {})
+        if value is None:
+            table.pop(rest, None)
+        else:
+            table[rest] = value
+    document.setdefault("name", path.stem)
+    document.setdefault("run", {})["trials"] = 1
+    return S.from_dict(document, base_dir=path.parent, path=str(path))
+
+
+def tables(scenario: S.Scenario) -> tuple:
+    result = run_trial(scenario, trial_sequence(scenario.run["seed"], 0), 0)
+    row = {k: v for k, v in result.row.items() if k not in ("wall_s", "scenario")}
+    return row, np.asarray(result.agents["regret"]).round(9).tolist()
+
+
+def outcome(name: str, key: str, setting: dict[str, Any], context: dict[str, Any], cache: dict) -> str:
+    """'changed', 'refused', or why the key failed the walk."""
+    try:
+        context_run = load(name, context)
+    except InputError as exc:
+        return "refused" if exc.key in context else f"context refused on {exc.key}: {exc.detail}"
+    try:
+        walked = load(name, {**context, **setting})
+    except InputError as exc:
+        return "refused" if exc.key == key else f"refused on another key {exc.key}: {exc.detail}"
+    if repr(sorted(context.items())) not in cache:
+        cache[repr(sorted(context.items()))] = tables(context_run)
+    return "changed" if tables(walked) != cache[repr(sorted(context.items()))] else "inert"
+
+
+def _edge(name: str) -> tuple[int, int]:
+    import simpy
+
+    from netsim.streams import Streams
+
+    scenario = load(name, {})
+    network = S.build_network(scenario, simpy.Environment(), Streams(trial_sequence(scenario.run["seed"], 0)))
+    return min(tuple(sorted(e)) for e in network.agent_graph.edges) if network.agent_graph.number_of_edges() else (0, 1)
+
+
+def test_every_registered_protocol_has_a_tiny_instance():
+    registered = {n for n in protocols.names() if not n.startswith("test-")}
+    assert registered <= set(TINY), f"add a tiny instance for {sorted(registered - set(TINY))}"
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_every_key_changes_the_run_or_is_refused(name):
+    scenario = load(name, {})
+    failures = []
+    cache: dict = {}
+    span = tables(scenario)[0]["end_time"]
+    for key, setting, context in walk(scenario, _edge(name), span):
+        got = outcome(name, key, setting, context, cache)
+        if got not in ("changed", "refused"):
+            failures.append(f"{key}: {got}")
+    assert not failures, f"{name}: " + "; ".join(failures)
