@@ -31,7 +31,9 @@ from netsim.registry import protocols
 from netsim.sim import run_trial
 from netsim.streams import trial_sequence
 
-RIO = {"network.agents": 6, "run.checkpoints": 1, "run.horizon": 30000}  # they stop at |K| = 1 (about 2e3-1e4)
+# rio2023: an easy 3-armed problem, so that identification (the end of a run) comes after about 2e3 slots
+RIO = {"network.agents": 6, "run.checkpoints": 1, "run.horizon": 20000, "bandit.arms": 3,
+       "bandit.means": [0.9, 0.5, 0.1]}
 # protocol -> (bundled scenario, overrides; None removes a protocol key the base scenario sets)
 TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "ucb1": ("quickstart", {"network.agents": 4, "run.horizon": 60}),
@@ -40,8 +42,8 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "ddp-mab": ("li2022-gis-path5", {"network.agents": 4, "run.horizon": 200}),
     "hdp-mab": ("li2022-fig11-case1", {"network.agents": 6, "network.components": 2, "bandit.arms": 3,
                                        "run.horizon": 300}),
-    "dubey2020a-private": ("dubey2020a-fig1a", {"network.topology": "ring", "network.p": None,
-                                                "network.agents": 6, "protocol.gamma": 2, "protocol.epsilon": 0.5, "run.horizon": 60}),
+    "dubey2020a-private": ("dubey2020a-fig1a", {"network.topology": "ring", "network.p": None, "network.agents": 6,
+                                                "protocol.gamma": 2, "protocol.epsilon": 0.5, "run.horizon": 60}),
     "dubey2020a-byzantine": ("dubey2020a-fig1b", {"network.topology": "ring", "network.p": None,
                                                   "network.agents": 6, "protocol.gamma": 2, "run.horizon": 60}),
     "dp-ucb-int": ("dubey2020a-fig1a-dpucbint", {"network.agents": 6, "network.p": 0.6,
@@ -57,6 +59,21 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "feraud2019": ("rio2023-fig1-right-xi0.05", {"protocol.name": "feraud2019", "protocol.xi": None, **RIO}),
     "central-se": ("rio2023-fig1-central", RIO),
     "independent-se": ("rio2023-fig1-independent", RIO),
+}
+
+# (protocol, key) pairs still inert on this branch, owned by the helpers changing those families
+# (issue 24): the test fails on any other inert key, and on a listed pair that became valid
+# (remove it then). The lead empties this after merging their work.
+RIO_CLOCK = {"network.links", "clock.period", "clock.jitter"}  # agents talk only to the coordinator
+PENDING: dict[str, set[str]] = {
+    "cdp-mab": {"network.delay", "network.links", "faults.restart_rate", "faults.state"},   # li2022 (gis)
+    "hdp-mab": {"faults.restart_rate", "faults.state"},                                     # li2022 (gis)
+    "feducb": {"network.links", "clock.jitter"},                                            # dubey2020b (sync)
+    "feducb-p2p": {"clock.jitter"},                                                         # dubey2020b (sync)
+    "mase": RIO_CLOCK, "dp-mase": RIO_CLOCK, "corrupted-elimination": RIO_CLOCK, "feraud2019": RIO_CLOCK,
+    # rio2023 (sync): sends nothing, like ucb1, so every message-only key too (Protocol.sends = False)
+    "independent-se": RIO_CLOCK | {"network.delay", "network.server_delay", "network.loss", "faults.link_up_rate",
+                                   "faults.reorder_delay"},
 }
 
 LIARS = {"adversary.byzantine": 0.34, "adversary.corruption": 1.0}
@@ -125,7 +142,7 @@ def tables(scenario: S.Scenario) -> tuple:
 
 
 def outcome(name: str, key: str, setting: dict[str, Any], context: dict[str, Any], cache: dict) -> str:
-    """'changed', 'refused', or why the key failed the walk."""
+    """'changed', 'refused', or why the key failed the walk (``cache``: tables by settings, per protocol)."""
     try:
         context_run = load(name, context)
     except InputError as exc:
@@ -134,9 +151,11 @@ def outcome(name: str, key: str, setting: dict[str, Any], context: dict[str, Any
         walked = load(name, {**context, **setting})
     except InputError as exc:
         return "refused" if exc.key == key else f"refused on another key {exc.key}: {exc.detail}"
-    if repr(sorted(context.items())) not in cache:
-        cache[repr(sorted(context.items()))] = tables(context_run)
-    return "changed" if tables(walked) != cache[repr(sorted(context.items()))] else "inert"
+    for sets, scenario in ((context, context_run), ({**context, **setting}, walked)):
+        if repr(sorted(sets.items())) not in cache:
+            cache[repr(sorted(sets.items()))] = tables(scenario)
+    same = cache[repr(sorted(context.items()))] == cache[repr(sorted({**context, **setting}.items()))]
+    return "inert" if same else "changed"
 
 
 def _edge(name: str) -> tuple[int, int]:
@@ -160,8 +179,14 @@ def test_every_key_changes_the_run_or_is_refused(name):
     failures = []
     cache: dict = {}
     span = tables(scenario)[0]["end_time"]
+    inert = set()
     for key, setting, context in walk(scenario, _edge(name), span):
         got = outcome(name, key, setting, context, cache)
-        if got not in ("changed", "refused"):
+        if got == "inert":
+            inert.add(key)
+        elif got != "changed" and got != "refused":
             failures.append(f"{key}: {got}")
+    pending = PENDING.get(name, set())
     assert not failures, f"{name}: " + "; ".join(failures)
+    assert not inert - pending, f"{name}: accepted and ignored: {sorted(inert - pending)}"
+    assert not pending - inert, f"{name}: {sorted(pending - inert)} now change the run or are refused: unlist them"
