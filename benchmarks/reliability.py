@@ -60,8 +60,12 @@ BASES: dict[str, tuple[str, list[str]]] = {
     "dubey2020a-private": ("dubey2020a-fig1a", ["network.agents=12", "network.p=0.4", "run.horizon=300"]),
     "dubey2020a-byzantine": ("dubey2020a-fig1b", ["network.agents=12", "network.p=0.4", "run.horizon=300"]),
     "dp-ucb-int": ("dubey2020a-fig1a-dpucbint", ["network.agents=12", "run.horizon=300"]),
-    # zhu2021's "paper" mode reads neighbours instantly (no messages): the realistic mode sends them
-    "fed-ucb": ("zhu2021-fig2a-eps1", ["protocol.mode='realistic'", "run.horizon=2000"]),
+    # zhu2021's "paper" mode reads neighbours instantly (no messages): the realistic mode sends them.
+    # fed-ucb at epsilon = inf: at the bundled eps = 1 the Eq. (12) bonus keeps its play uniform for the
+    # whole horizon (late_best_fraction 0.20 = 1/K at T = 2000: it learns nothing, so no fault could
+    # change it); without privacy it learns (late_best_fraction 0.36-0.75 over 3 trials), and the cells
+    # then measure what faults do to a learner
+    "fed-ucb": ("zhu2021-fig2a-eps1", ["protocol.mode='realistic'", "run.horizon=2000", "protocol.epsilon=inf"]),
     "gossip-ucb": ("zhu2021-fig2a-eps1", ["protocol.name='gossip-ucb'", "protocol.epsilon=",
                                           "protocol.mode='realistic'", "run.horizon=2000"]),
     "feducb": ("dubey2020b-fig1c", ["network.agents=4", "run.horizon=300"]),
@@ -120,6 +124,7 @@ EXTRA_LABELS = {"dropped_link_down": "dropped (link down)", "dropped_crashed": "
                 "duplicated": "duplicated", "reordered": "held back"}
 DEGRADED = 0.10  # rise (fraction) above which a completed run counts as degraded
 SUSPECT = 0.10  # fall (fraction) below which a run counts as suspect
+STORE = Path(__file__).with_name("reliability.json")  # raw figures of every row, for partial regeneration
 
 # (protocol, column) -> the investigated cause of a suspect cell (regret more than 10 % *below* the
 # fault-free run). Written after looking at the run, not to make the table pass.
@@ -153,13 +158,18 @@ def _run(scenario: S.Scenario, trials: int) -> dict[str, Any]:
     out: dict[str, Any] = {
         "trials": trials,
         "failed": sum(r["status"] == "failed" for r in rows),
+        "unfinished": sum(r["status"] == "unfinished" for r in rows),
         "failures": sorted({r["failure"] for r in rows if r["status"] == "failed"}),
         "group_regret": float(np.mean([r["group_regret"] for r in rows])),
         "comm_cost": float(np.mean([r["comm_cost"] for r in rows])),
         "end_time": float(np.mean([r["end_time"] for r in rows])),
     }
     if all("correct" in r for r in rows):
-        out["correct"] = int(sum(r["correct"] == 1 for r in rows))  # nan (no answer) is not correct
+        # of the trials that finished: an unfinished trial (the horizon came first) gave no answer, it is
+        # counted apart (``unfinished``), not as a wrong one
+        out["correct"] = int(sum(r["correct"] == 1 for r in rows if r["status"] != "unfinished"))
+    if all("late_best_fraction" in r for r in rows):  # whether a learner learns (zhu2021)
+        out["late_best_fraction"] = float(np.mean([r["late_best_fraction"] for r in rows]))
     if all("sample_complexity" in r for r in rows):
         out["sample_complexity"] = float(np.mean([r["sample_complexity"] for r in rows]))
     for extra in EXTRA_LABELS:
@@ -192,7 +202,8 @@ def cell(name: str, column: str, base: dict[str, Any], trials: int, watchdog: fl
         return got
     figure = _figure(base)
     new, old = got.get(figure, got["group_regret"]), base[figure]
-    worse = new > old * (1 + DEGRADED) + 1e-9 or ("correct" in got and got["correct"] < base.get("correct", 0))
+    worse = (new > old * (1 + DEGRADED) + 1e-9 or ("correct" in got and got["correct"] < base.get("correct", 0))
+             or got["unfinished"] > base.get("unfinished", 0))
     if worse:
         got["outcome"] = "degraded"
     elif new < old * (1 - SUSPECT) - 1e-9:
@@ -213,8 +224,18 @@ def _row(name: str, trials: int, columns: Sequence[str]) -> dict[str, Any]:
     # such as rio2023's "events" mode legitimately stay silent for long stretches)
     watchdog = max(2 * base["end_time"], 10 * plain.clock["period"])
     row: dict[str, Any] = {"base": base, "scenario": BASES[name][0], "sets": BASES[name][1], "watchdog": watchdog}
+    bases = {(): base}
     for column in columns:
-        row[column] = cell(name, column, base, trials, watchdog, 60.0)
+        # a column that switches the protocol's simulation mode (rio2023 crashes: 'rounds') is judged against
+        # a fault-free run in that mode, not against the event mode's: like for like
+        sets = COLUMNS[column](base["end_time"], plain) or []
+        mode = tuple(s for s in sets if s.startswith("protocol."))
+        if mode not in bases:
+            bases[mode] = _run(_load(name, list(mode)), trials)
+            bases[mode]["mode"] = ", ".join(mode)
+        row[column] = cell(name, column, bases[mode], trials, watchdog, 60.0)
+        if mode:
+            row[column]["against"] = bases[mode]
     row["wall_s"] = time.perf_counter() - started
     return row
 
@@ -245,7 +266,9 @@ def _pct(new: float, old: float) -> str:
 
 
 def _cell_text(got: dict[str, Any], base: dict[str, Any]) -> str:
+    """A cell: outcome, figures and their change against ``base`` (or the mode-matched base it names)."""
     outcome = got["outcome"]
+    base = got.get("against", base)
     if outcome == "no server":
         return "no server"
     if outcome in ("rejected", "crashed"):
@@ -259,7 +282,15 @@ def _cell_text(got: dict[str, Any], base: dict[str, Any]) -> str:
                  f"({_pct(got['sample_complexity'], base['sample_complexity'])})")
     text += f", cost {got['comm_cost']:.4g} ({_pct(got['comm_cost'], base['comm_cost'])})"
     if "correct" in got:
-        text += f", correct {got['correct']}/{got['trials']}"
+        text += f", correct {got['correct']}/{got['trials'] - got['unfinished']} finished"
+    if got.get("unfinished"):
+        text += f", {got['unfinished']}/{got['trials']} unfinished"
+    if "late_best_fraction" in got:
+        text += f", late best-arm share {got['late_best_fraction']:.2f}"
+    if "mode" in base:
+        text += (f" (against the fault-free run with {base['mode']}: regret {base['group_regret']:.4g}"
+                 + (f", sample complexity {base['sample_complexity']:.4g}" if "sample_complexity" in base else "")
+                 + ")")
     touched = [f"{got[k]:.4g} {label}" for k, label in EXTRA_LABELS.items() if got.get(k)]
     if touched:
         text += f"; per trial {', '.join(touched)}"
@@ -283,7 +314,11 @@ def _grid(results: dict[str, Any], columns: Sequence[str], *, with_base: bool) -
                 head += f", sample complexity {base['sample_complexity']:.4g}"
             head += f", cost {base['comm_cost']:.4g}"
             if "correct" in base:
-                head += f", correct {base['correct']}/{base['trials']}"
+                head += f", correct {base['correct']}/{base['trials'] - base['unfinished']} finished"
+            if base.get("unfinished"):
+                head += f", {base['unfinished']}/{base['trials']} unfinished"
+            if "late_best_fraction" in base:
+                head += f", late best-arm share {base['late_best_fraction']:.2f}"
             if base["failed"]:
                 head += f"; {base['failed']} failed"
             cells = [head, *cells]
@@ -310,8 +345,9 @@ def markdown(results: dict[str, Any], trials: int, seconds: float, *, fuzz: str 
         "# Reliability: every protocol under every fault model and delay law",
         "",
         "Produced by `python -m benchmarks.reliability --out docs/reliability.md` "
-        f"({trials} trials per cell, {seconds:.0f} s on this machine). Do not edit by hand (except between the",
-        "fuzz markers, which the writer keeps).",
+        f"({trials} trials per cell, {seconds:.0f} s on this machine for the rows last run). Do not edit by hand",
+        "(except between the fuzz markers, which the writer keeps). `--protocol NAME` (repeatable) reruns only",
+        "those rows and keeps the others from `benchmarks/reliability.json`, the raw figures of every row.",
         "",
         "Each protocol runs a small base instance (the bundled scenario with the `--set` overrides listed",
         "below) without faults, then with one fault model at a time, and with continuous per-hop delays in",
@@ -322,7 +358,8 @@ def markdown(results: dict[str, Any], trials: int, seconds: float, *, fuzz: str 
         "  at 50 %, keeping or losing its protocol state (rio2023 protocols then run round by round,",
         "  `protocol.simulation = 'rounds'`: the exact-law event mode refuses crashes; its regret counts",
         "  only the rewards pulled, while the event mode's also counts rewards drawn ahead and never reached",
-        "  (docs/protocols/rio2023.md), so compare their sample complexity, the figure these cells are judged on);",
+        "  (docs/protocols/rio2023.md); such a cell is judged against a fault-free run in the same round-by-round",
+        "  mode, named in the cell, not against the event-mode run of the row's first column);",
         "* **server crash (kept)** / **(lost)**: the same for the server node (\"no server\": the protocol has none);",
         "* **duplication**: each message is delivered twice with probability 0.2;",
         "* **reorder**: each message is held back by an Exp(mean 2) extra delay with probability 0.3.",
@@ -338,7 +375,13 @@ def markdown(results: dict[str, Any], trials: int, seconds: float, *, fuzz: str 
         "and no delivery for twice the length of the fault-free run, or 60 s of wall-clock time), **rejected**",
         "(the scenario is refused when loaded, with the message shown), **crashed** (an exception: a bug).",
         "Numbers: mean group regret and communication cost of the runs, their change against the",
-        "fault-free run, and the mean number of messages per trial the fault touched.",
+        "fault-free run, and the mean number of messages per trial the fault touched. A best-arm identification",
+        "trial that reached its horizon before answering is counted **unfinished** (\"correct x/y finished\"",
+        "counts the answers of the y trials that finished; more unfinished trials than the fault-free run is",
+        "degraded), never as a wrong answer. `late best-arm share`: the share of pulls of the best arm in the",
+        "last part of the run (zhu2021), which shows that the protocol learns at all; fed-ucb runs at",
+        "epsilon = inf, because at the bundled epsilon = 1 it plays uniformly for the whole horizon (share",
+        "0.20 = 1/K) and no fault could change it.",
         "",
         "## Faults",
         "",
@@ -373,6 +416,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=3, help="trials per cell (default 3)")
     parser.add_argument("--protocol", action="append", help="only these protocols (repeatable)")
     parser.add_argument("--jobs", type=int, default=1, help="protocols run in this many processes (default 1)")
+    parser.add_argument("--store", type=Path, default=STORE,
+                        help="raw figures of every row, read by --protocol runs for the rows not rerun "
+                             "(default benchmarks/reliability.json)")
     args = parser.parse_args(argv)
     names = args.protocol or protocols.names()
     unknown = [n for n in names if n not in protocols.names()]
@@ -383,6 +429,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     results = table(names, args.trials, jobs=args.jobs)
     seconds = time.perf_counter() - started
+    if args.out:  # the rows not rerun come from the store of the last full or partial run
+        stored = json.loads(args.store.read_text()) if args.protocol and args.store.exists() else {}
+        stored.update(json.loads(json.dumps(results, default=str)))
+        args.store.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
+        results = {name: stored[name] for name in protocols.names() if name in stored}
     old = args.out.read_text() if args.out and args.out.exists() else None
     text = markdown(results, args.trials, seconds, fuzz=preserved_fuzz(old))
     if args.out:
