@@ -190,3 +190,69 @@ def test_every_key_changes_the_run_or_is_refused(name):
     assert not failures, f"{name}: " + "; ".join(failures)
     assert not inert - pending, f"{name}: accepted and ignored: {sorted(inert - pending)}"
     assert not pending - inert, f"{name}: {sorted(pending - inert)} now change the run or are refused: unlist them"
+
+
+# ---------------------------------------------------------------------- the refusals, one by one
+@pytest.mark.parametrize("sets, key", [
+    ({"faults.link_up_rate": 0.5}, "faults.link_up_rate"),
+    ({"faults.restart_rate": 0.5}, "faults.restart_rate"),
+    ({"faults.restart_rate": 0.5, "faults.crashes": [{"node": 1, "start": 5, "end": 9}]}, "faults.restart_rate"),
+    ({"faults.state": "lost"}, "faults.state"),
+    ({"faults.state": "lost", "faults.crashes": [{"node": 1, "start": 5}]}, "faults.state"),  # never restarts
+    ({"faults.reorder_delay": {"model": "constant", "value": 3.0}}, "faults.reorder_delay"),
+    ({"network.server_delay": {"model": "constant", "value": 3.0}}, "network.server_delay"),
+    ({"adversary.distribution": {"model": "constant", "value": 0.5}}, "adversary.distribution"),
+    ({"adversary.relay": True}, "adversary.relay"),
+])
+def test_a_parameter_of_something_that_is_off_is_refused(sets, key):
+    with pytest.raises(InputError) as info:
+        load("dubey2020a-private", sets)
+    assert info.value.key == key
+
+
+@pytest.mark.parametrize("sets", [
+    {"faults.restart_rate": 0.5, "faults.crash_rate": 0.01},
+    {"faults.state": "lost", "faults.crashes": [{"node": 1, "start": 5, "end": 9}]},
+    {"faults.state": "lost", "faults.crash_rate": 0.01, "faults.restart_rate": 0.1},
+    {"faults.link_up_rate": 0.5, "faults.link_down_rate": 0.1},
+    {"faults.reorder_delay": {"model": "constant", "value": 3.0}, "faults.reorder": 0.1},
+])
+def test_the_same_parameters_with_their_fault_on_are_accepted(sets):
+    load("dubey2020a-private", sets)
+
+
+@pytest.mark.parametrize("key, value", [
+    ("network.delay", {"model": "exponential", "mean": 2.0}), ("network.loss", 0.1),
+    ("network.links", [{"u": 0, "v": 1, "loss": 0.5}]), ("faults.link_down_rate", 0.1),
+    ("faults.links", [{"u": 0, "v": 1, "start": 1, "end": 5}]), ("faults.duplication", 0.1), ("faults.reorder", 0.1),
+])
+@pytest.mark.parametrize("name", ["ucb1", "central-ucb", "dp-ucb-int"])
+def test_a_protocol_that_sends_nothing_refuses_message_keys(name, key, value):
+    with pytest.raises(InputError) as info:
+        load(name, {key: value, "network.topology": "complete", "network.p": None})
+    assert info.value.key == key and "sends no message" in info.value.detail
+
+
+def test_relay_is_refused_for_a_protocol_that_forwards_nothing():
+    from netsim.protocol import Protocol
+
+    class Direct(Protocol):  # corruptible, but every message goes from its author to its reader
+        name = "test-direct"
+        corruptible = ("X",)
+
+    scenario = load("dubey2020a-private", {})
+    liars = scenario.with_(**{"adversary.byzantine": 0.34, "adversary.corruption": 1.0})
+    S.check_adversary(liars, Direct)
+    with pytest.raises(InputError) as info:
+        S.check_adversary(liars.with_(**{"adversary.relay": True}), Direct)
+    assert info.value.key == "adversary.relay" and "test-direct" in info.value.detail
+
+
+def test_the_summary_shows_corrupted_messages(capsys):
+    from netsim.cli import main
+
+    assert main(["run", "dubey2020a-fig1a", "--set", "network.agents=6", "--set", "network.p=0.6",
+                 "--set", "run.horizon=30", "--set", "adversary.agents=[0]", "--set", "adversary.corruption=1",
+                 "--trials", "1"]) == 0
+    line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("messages_corrupted"))
+    assert float(line.split()[1].replace(",", "")) > 0
