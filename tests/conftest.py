@@ -15,6 +15,22 @@ import simpy  # noqa: E402
 from netsim.distributions import Distribution  # noqa: E402
 from netsim.metrics import Metrics  # noqa: E402
 from netsim.network import Network  # noqa: E402
+from netsim.protocol import Protocol  # noqa: E402
+from netsim.registry import protocols  # noqa: E402
+
+
+class Carrier(Protocol):
+    """Test protocol that sends (``sends = True``) and does nothing itself: engine tests that build
+    flooding, clocks or delays by hand run on it, since a baseline that sends nothing refuses
+    network keys (delays, loss, faults on messages)."""
+
+    name = "test-carrier"
+
+    def start(self) -> None:
+        pass
+
+
+protocols._items.setdefault(Carrier.name, Carrier)
 
 os.environ.setdefault("NETSIM_NO_PROGRESS", "1")
 

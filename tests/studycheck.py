@@ -51,12 +51,17 @@ def check_figures(plan: studies.StudyPlan, results, trials: int) -> None:
                 assert (times == times.iloc[0]).all() and times.iloc[0] >= 2, where
                 columns = [("mean", "lo", "hi")]
             elif figure.kind == "tradeoff":
-                assert len(block) == len(points), where  # one point per variant and grid point
-                assert sorted(block["point"]) == sorted(p.index for p in points), where
+                # one point per variant and grid point; a reference (grid = false) is copied into every panel
+                gridded = [p for p in points if not figure.facet or value(p, figure.facet) is not None]
+                panels = max(1, len({value(p, figure.facet) for p in gridded})) if figure.facet else 1
+                assert len(block) == len(gridded) + (len(points) - len(gridded)) * panels, where
+                assert set(block["point"]) == {p.index for p in points}, where
                 columns = [("x_mean", "x_lo", "x_hi"), ("y_mean", "y_lo", "y_hi")]
             else:
+                # a variant with grid = false has no value of a grid key: a reference, drawn with x NaN
                 expected = {(value(p, figure.facet) if figure.facet else None,
-                             value(p, figure.hue) if figure.hue else None, str(value(p, figure.x))) for p in points}
+                             value(p, figure.hue) if figure.hue else None,
+                             "nan" if value(p, figure.x) is None else str(value(p, figure.x))) for p in points}
                 assert len(block) == len(expected), where
                 assert {str(x) for x in block["x"]} == {x for _, _, x in expected}, where
                 columns = [("mean", "lo", "hi")]

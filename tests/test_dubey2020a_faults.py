@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from netsim import scenario as S
+from netsim.errors import InputError
 from netsim.sim import Simulation
 from netsim.streams import trial_sequence
 
@@ -52,16 +53,20 @@ def test_duplicates_are_the_message_they_duplicate(protocol):
     """Duplication 0.2 in paper mode: tolerance zero. A copy crosses the same unit-delay link, so it
     arrives at the same instant as its original and the LOCAL layer's sequence numbers discard it:
     the run must equal the duplicate-free run on the same seeds exactly (regret and pulls), for
-    three seeds. (dp-ucb-int sends nothing: the fault cannot touch it.)"""
+    three seeds. (dp-ucb-int sends nothing: the fault could not touch it, so it is refused.)"""
+    if protocol == "dp-ucb-int":
+        with pytest.raises(InputError) as info:
+            scenario(protocol, {"duplication": 0.2})
+        assert info.value.key == "faults.duplication"
+        return
     for trial in range(3):
         clean, _, _ = run(scenario(protocol), trial)
         dup, _, _ = run(scenario(protocol, {"duplication": 0.2}), trial)
         assert dup["status"] == "ok"
         invariant(dup)
         assert dup["group_regret"] == clean["group_regret"]
-        if protocol != "dp-ucb-int":
-            assert dup["duplicated"] > 0
-            assert dup["messages_sent"] == clean["messages_sent"] + dup["duplicated"]
+        assert dup["duplicated"] > 0
+        assert dup["messages_sent"] == clean["messages_sent"] + dup["duplicated"]
 
 
 @pytest.mark.parametrize("protocol", ["dubey2020a-private", "dubey2020a-byzantine"])

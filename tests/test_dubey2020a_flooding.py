@@ -23,7 +23,7 @@ def make_sim(topology="erdos_renyi", agents=12, seed=1, delay=None, adversary=No
     if delay is not None:
         network["delay"] = delay
     doc = {"name": "t", "bandit": {"kind": "bernoulli", "arms": 2}, "network": network,
-           "protocol": {"name": "ucb1"}, "run": {"horizon": 50, "seed": seed}}
+           "protocol": {"name": "test-carrier"}, "run": {"horizon": 50, "seed": seed}}
     if adversary:
         doc["adversary"] = adversary
     sc = S.from_dict(doc)

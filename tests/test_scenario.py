@@ -44,7 +44,8 @@ def test_defaults_filled_in(tmp_path):
 
 def test_overrides_are_typed(tmp_path):
     sc = S.load(write(tmp_path, BASE), ["network.agents=7", "network.delay={model='uniform',low=0,high=2}",
-                                        "bandit.means=[0.1,0.2,0.9]", "description=hello world"])
+                                        "bandit.means=[0.1,0.2,0.9]", "description=hello world",
+                                        "protocol.name='test-carrier'"])  # ucb1 sends nothing: refuses delays
     assert sc.network["agents"] == 7
     assert sc.network["delay"]["model"] == "uniform"
     assert sc.bandit["means"] == (0.1, 0.2, 0.9)

@@ -63,7 +63,7 @@ def test_ticks_pings_checkpoints_and_early_stop():
 
 
 def test_jittered_node_clock_ticks_stay_in_their_period():
-    sc = S.from_dict(scenario_dict(clock={"jitter": 0.4}, run={"horizon": 30}))
+    sc = S.from_dict(scenario_dict(clock={"jitter": 0.4}, run={"horizon": 30}, protocol={"name": "test-carrier"}))
     sim = Simulation(sc, trial_sequence(2, 0))
     times = []
     sim.every(1.0, times.append, node=2)
