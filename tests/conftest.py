@@ -22,9 +22,12 @@ from netsim.registry import protocols  # noqa: E402
 class Carrier(Protocol):
     """Test protocol that sends (``sends = True``) and does nothing itself: engine tests that build
     flooding, clocks or delays by hand run on it, since a baseline that sends nothing refuses
-    network keys (delays, loss, faults on messages)."""
+    network keys (delays, loss, faults on messages). ``"flood"`` records (the flooding tests' kind) carry
+    statistics an ``[adversary]`` may corrupt; the tests give the rule."""
 
     name = "test-carrier"
+    corruptible = ("flood",)
+    relays = True  # the flooding tests forward records with gamma >= 2
 
     def start(self) -> None:
         pass
