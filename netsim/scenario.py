@@ -53,7 +53,8 @@ TOP = {
 NETWORK = {
     "topology": P.text("complete", doc="graph family of each component"),
     "agents": P.integer(10, low=1, high=1_000_000, doc="number of agents M"),
-    "servers": P.integer(0, low=0, doc="server nodes, each linked to every agent"),
+    "servers": P.integer(0, low=0, doc="server nodes, each linked to every agent (default: as many as the "
+                                       "protocol needs, 0 for most)"),
     "components": P.either(P.integer(low=1), P.integer_list(low=1), default=1,
                            doc="number of equal components, or their sizes (hybrid structures)"),
     "delay": P.Field("a delay table { model = ... }", lambda v: v, {"model": "constant", "value": 1.0},
@@ -353,13 +354,16 @@ def from_dict(document: Mapping[str, Any], *, base_dir: Path | None = None, path
     bandit_cls.check(bandit, source)
     bandit = {"kind": bandit_kind, **bandit}
 
-    network = _validate_network(doc["network"], base, source)
-    _check_bandit_size(bandit, agents=network["agents"], source=source)
-
     name = doc["protocol"].get("name")
     if name is None:
         raise InputError(f"missing; accepted: {', '.join(protocols.names())}", source=source, key="protocol.name")
     protocol_cls = protocols.get(name, key="protocol.name", source=source)
+    raw_network = doc["network"]
+    if "servers" not in raw_network and protocol_cls.servers:  # the default: as many as the protocol needs
+        raw_network = {**raw_network, "servers": protocol_cls.servers}
+    network = _validate_network(raw_network, base, source)
+    _check_bandit_size(bandit, agents=network["agents"], source=source)
+
     protocol = P.validate({k: v for k, v in doc["protocol"].items() if k != "name"}, protocol_cls.fields,
                           where="protocol", source=source)
     protocol = {"name": name, **protocol}
