@@ -197,7 +197,8 @@ def toml_value(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items() if v is not None) + " }"
+        items = ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items() if v is not None)
+        return "{ " + items + " }" if items else "{}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     return "(none)" if value is None else json.dumps(str(value))
@@ -212,33 +213,73 @@ def explain(name: str) -> str:
     accepted values, where it applies), and the keys under it."""
     entries = find(name)
     key = _plain(name)
-    below = sorted({e.key for e in scenario_entries() if e.key.startswith(key + ".")}, key=lambda k: k.count("."))
+    below = list(dict.fromkeys(e.key for e in scenario_entries() if e.key.startswith(key + ".")))
     if not entries and not below:
         known = [e.key for e in scenario_entries()] + [e.key for e in column_entries()]
         import difflib
 
         close = difflib.get_close_matches(key, known, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise InputError(f"no scenario key or result column named {P.bounded_repr(name)}{hint}; accepted: a dotted "
-                         "scenario key (netsim show SCENARIO --doc lists them) or a result column", key="explain")
-    groups: dict[tuple, list[str]] = {}
+        raise InputError(f"not a scenario key or result column{hint}; accepted: a dotted scenario key (netsim show "
+                         "SCENARIO --doc lists them) or a result column (comm_cost, group_regret, ...)",
+                         key=P.bounded_repr(name)[1:-1] if len(name) > P.ECHO_LIMIT else name)
+    groups: dict[tuple, list[Entry]] = {}
     for e in entries:
-        sig = (e.title, e.field.doc, e.field.accepts, _value(e.field.default), e.column)
-        groups.setdefault(sig, []).append(e.where)
+        groups.setdefault((e.title, e.field.doc, e.field.accepts, _value(e.field.default), e.column), []).append(e)
     lines = []
-    for (heading, doc, accepts, default, column), wheres in groups.items():
-        where = [w for w in wheres if w]
-        head = f"{name}: {heading}" + (f"   [{', '.join(where)}]" if where else "")
-        lines.append(head)
+    for (heading, doc, accepts, default, column), same in groups.items():
+        where = [e.where for e in same if e.where]
+        lines.append(f"{name}: {heading}" + (f"   [{', '.join(where)}]" if where else ""))
         if doc:
             lines.append(f"  {doc}")
-        unit = next(e.unit for e in entries if e.title == heading)
+        unit = same[0].unit
         if column:
             lines.append(f"  result column; unit: {unit or 'none (a count or a pure number)'}")
             continue
         lines.append(f"  unit: {unit or 'none (a count, probability or pure number)'}")
         lines.append(f"  accepts: {accepts}")
-        lines.append(f"  default: {default}")
+        within = " (a parameter of its law)" if same[0].holder is not None and default == "required" else ""
+        lines.append(f"  default: {default}{within}")
     if below:
         lines.append(f"keys under {key}: " + ", ".join(below))
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------- netsim show --doc
+def _entry(key: str, where: str) -> Entry | None:
+    entries = [e for e in scenario_entries() if e.key == key]
+    return next((e for e in entries if e.where == where), next((e for e in entries if not e.where), None))
+
+
+def _comment(entry: Entry | None) -> list[str]:
+    if entry is None:
+        return []
+    field = entry.field
+    text = f"# {entry.title}: {field.doc}" if field.doc else f"# {entry.title}"
+    text += f". Accepts {field.accepts}; default {_value(field.default)}."
+    import textwrap
+
+    return textwrap.wrap(text, 116, subsequent_indent="#   ")
+
+
+def annotated_toml(scenario: Any) -> str:
+    """The resolved ``scenario`` as TOML with each key's label, unit, meaning, accepted values and
+    default in a comment above it (``netsim show --doc``); it reads back as ``netsim show``'s TOML."""
+    data = scenario.as_dict()
+    where = {"bandit": f"bandit {scenario.bandit['kind']}", "network": f"topology {scenario.network['topology']}",
+             "protocol": f"protocol {scenario.protocol['name']}"}
+    lines = ["# netsim show --doc: every key with its meaning (netsim explain KEY tells more)"]
+    for key, value in data.items():
+        if not isinstance(value, Mapping):
+            lines += [*_comment(_entry(key, "")), f"{key} = {toml_value(value)}"]
+    for section, table in data.items():
+        if not isinstance(table, Mapping):
+            continue
+        lines += ["", f"[{section}]"]
+        for key, value in table.items():
+            if key == "name" and section == "protocol" or key == "kind" and section == "bandit":
+                lines += _comment(_entry(f"{section}.{key}", ""))
+            else:
+                lines += _comment(_entry(f"{section}.{key}", where.get(section, "")))
+            lines.append(f"{key} = {toml_value(value)}")
     return "\n".join(lines) + "\n"

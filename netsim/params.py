@@ -109,7 +109,7 @@ def real(
     schema: dict[str, Any] = {"type": "number"}
     if low is not None:
         schema["exclusiveMinimum" if low_open else "minimum"] = low
-    if high is not None and not (allow_inf and high == math.inf):
+    if high is not None and not allow_inf:  # JSON has no inf: with inf allowed, the upper bound is left to netsim
         schema["exclusiveMaximum" if high_open else "maximum"] = high
     return Field(accepts, parse, default, doc, label, unit, schema)
 
