@@ -312,7 +312,10 @@ def draw(figure: Figure, data: pd.DataFrame, study: Study, trials: int, scale: s
 def not_separated(figure: Figure, data: pd.DataFrame) -> str:
     """One line on what the figure cannot tell apart (empty when every comparison is separated)."""
     if figure.kind == "tradeoff":
-        pairs = {tuple(sorted((row["label"], other))) for _, row in data.iterrows()
+        texts = point_texts(data)[0]
+        shown = {label: f"{hue} ({text})" if text else hue
+                 for label, hue, text in zip(data["label"], data["hue"], texts)}  # no dotted key on a figure
+        pairs = {tuple(sorted((shown[row["label"]], shown.get(other, other)))) for _, row in data.iterrows()
                  for other in str(row["overlaps"]).split("; ") if other}
         if not pairs:
             return ""
