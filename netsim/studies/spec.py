@@ -27,6 +27,7 @@ A study is a TOML file (bundled ones live in ``scenarios/studies/`` and run by n
     set = { "protocol.epsilon" = 1 }
     scale = { quick = { "run.horizon" = 5000 } }   # overrides of this variant at one scale
     grid = true                                 # false: run once (a reference drawn across x)
+    oracle = false                              # true: unreachable reference (hollow, off the Pareto front)
 
     [[figure]]
     kind = "series"                             # series | final | tradeoff | loglog
