@@ -484,24 +484,36 @@ def _tradeoff(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], look
 
 
 def label_points(ax: Any, data: pd.DataFrame) -> None:
-    """Write each point's text beside it, at the first of eight places around it that covers no
-    other text and no point (in display coordinates); every label is kept."""
+    """Write each point's text beside it, at the first place around it (eight directions, at three
+    distances) that covers no other text and no point, in display coordinates; where none is free,
+    at the place covering least. Every label is kept."""
     if not data["_text"].astype(bool).any():
         return
     renderer = ax.figure.canvas.get_renderer()
     centres = ax.transData.transform(data[["x_mean", "y_mean"]].to_numpy(dtype=float))
     taken = [(x - 5, y - 5, x + 5, y + 5) for x, y in centres]
-    offsets = [(5, 4), (5, -11), (-5, 4), (-5, -11), (0, 9), (0, -16), (10, -3), (-10, -3)]
+    around = [(5, 4), (5, -11), (-5, 4), (-5, -11), (0, 9), (0, -16), (10, -3), (-10, -3)]
+    offsets = [(dx * k, dy * k) for k in (1.0, 2.2, 3.6) for dx, dy in around]
     for (x, y), text in zip(centres, data["_text"]):
         if not text:
             continue
+        best, cost = None, np.inf
         for dx, dy in offsets:
             box = _box(ax, text, x + dx, y + dy, dx, renderer)
-            if not any(_overlap(box, other) for other in taken):
+            covered = sum(_area(box, other) for other in taken)
+            if covered < cost:
+                best, cost = (dx, dy, box), covered
+            if covered == 0:
                 break
+        dx, dy, box = best
         taken.append(box)
         ax.annotate(text, ax.transData.inverted().transform((x + dx, y + dy)), fontsize=7, color="0.15",
                     ha="left" if dx >= 0 else "right", va="bottom", annotation_clip=False).set_in_layout(False)
+
+
+def _area(a: tuple, b: tuple) -> float:
+    """The area two boxes share."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
 def _box(ax: Any, text: str, x: float, y: float, dx: float, renderer: Any) -> tuple[float, float, float, float]:
@@ -511,10 +523,6 @@ def _box(ax: Any, text: str, x: float, y: float, dx: float, renderer: Any) -> tu
     w, h = extent.width, extent.height
     left = x if dx >= 0 else x - w
     return (left, y, left + w, y + h)
-
-
-def _overlap(a: tuple, b: tuple) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 # ---------------------------------------------------------------------- files
