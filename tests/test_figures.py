@@ -118,8 +118,9 @@ def test_trade_off_points_keep_readable_labels(bundled_drawn):
             texts = [t for t in ax.texts if t.get_text()]
             assert sorted(t.get_text() for t in texts) == sorted(wanted), (study.name, figure.name)
             boxes = [t.get_window_extent(renderer) for t in texts]
-            for a, b in itertools.combinations(boxes, 2):
-                assert not a.overlaps(b), (study.name, figure.name)
+            for a, b in itertools.combinations(boxes, 2):  # no two share more than a pixel's worth
+                shared = max(0, min(a.x1, b.x1) - max(a.x0, b.x0)) * max(0, min(a.y1, b.y1) - max(a.y0, b.y0))
+                assert shared < 1.0, (study.name, figure.name, a, b)
 
 
 # ---------------------------------------------------------------------- colours

@@ -196,7 +196,8 @@ def test_tradeoff_figures(tradeoffs, name):
 def test_tradeoff_costs_by_construction(tradeoffs, name):
     """Invariants the notes rely on. In realistic mode every link of K3 carries the n-tilde counts
     every tick, so comm_cost (links used per tick, c2 = 1) is 3 per tick whatever the delay or loss;
-    UCB1 and central UCB send nothing (central UCB pays c1 per upload all the same). Gossip_UCB and Fed_UCB send exactly the same messages in
+    UCB1 and central UCB send nothing (central UCB pays c1 per upload all the same). Gossip_UCB and
+    Fed_UCB send exactly the same messages in
     the same trial: which link fires and what is delayed or lost come from streams the rewards and
     the privacy noise never touch (common random numbers), so their comparison is paired."""
     _, results, _ = tradeoffs(name)

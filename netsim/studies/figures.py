@@ -293,6 +293,12 @@ def draw(figure: Figure, data: pd.DataFrame, study: Study, trials: int, scale: s
     apart = not_separated(figure, data)
     if apart:
         lines.append(apart)
+        if len(counts) and 2 <= counts.min() <= 5:  # the one-line reason few trials give
+            from netsim.studies.stats import t_quantile
+
+            low = int(counts.min())
+            lines.append(f"with n = {low} the 95 % interval is mean ± {t_quantile(low - 1):.1f} standard errors: "
+                         "more trials (--trials, --scale paper) or a paired difference (baseline) may separate them")
     if scale and figure.notes.get(scale):
         lines.append(f"{scale} scale: {figure.notes[scale]}")
     width = 80 * columns + 30  # characters that fit above the panels
@@ -484,7 +490,7 @@ def _tradeoff(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], look
 
 
 def label_points(ax: Any, data: pd.DataFrame) -> None:
-    """Write each point's text beside it, at the first place around it (eight directions, at three
+    """Write each point's text beside it, at the first place around it (eight directions, at five
     distances) that covers no other text and no point, in display coordinates; where none is free,
     at the place covering least. Every label is kept."""
     if not data["_text"].astype(bool).any():
@@ -493,7 +499,7 @@ def label_points(ax: Any, data: pd.DataFrame) -> None:
     centres = ax.transData.transform(data[["x_mean", "y_mean"]].to_numpy(dtype=float))
     taken = [(x - 5, y - 5, x + 5, y + 5) for x, y in centres]
     around = [(5, 4), (5, -11), (-5, 4), (-5, -11), (0, 9), (0, -16), (10, -3), (-10, -3)]
-    offsets = [(dx * k, dy * k) for k in (1.0, 2.2, 3.6) for dx, dy in around]
+    offsets = [(dx * k, dy * k) for k in (1.0, 2.2, 3.6, 5.0, 6.5) for dx, dy in around]
     for (x, y), text in zip(centres, data["_text"]):
         if not text:
             continue
