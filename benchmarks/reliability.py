@@ -52,7 +52,7 @@ from netsim.streams import trial_sequence
 RIO = ["network.agents=16", "run.checkpoints=1"]
 BASES: dict[str, tuple[str, list[str]]] = {
     "ucb1": ("quickstart", ["run.horizon=1000"]),
-    "central-ucb": ("quickstart", ["protocol.name='central-ucb'", "run.horizon=1000"]),
+    "central-ucb": ("quickstart", ["protocol.name='central-ucb'", "network.servers=1", "run.horizon=1000"]),
     "cdp-mab": ("li2022-fig8-homogeneous", ["run.horizon=3000", "protocol.epsilon=inf"]),
     "ddp-mab": ("li2022-gis-path5", ["run.horizon=600"]),
     "hdp-mab": ("li2022-fig11-case1", ["network.agents=10", "network.components=2", "bandit.arms=5",

@@ -32,8 +32,10 @@ Subclasses declare:
   scenario setting it for a protocol that relays nothing is refused when loaded;
 * optionally ``check_network(scenario, network)``: checks that need the built network (trial 0's
   graph), e.g. a message life that resolves to no relaying on it;
-* ``columns``: the extra ``trials.csv`` columns :meth:`Protocol.results` may return (a study's
-  figures may plot them; a test checks the declaration against real runs).
+* ``columns``: the extra ``trials.csv`` columns :meth:`Protocol.results` may return, each with its
+  label and unit (``{"sample_complexity": P.column("sample complexity", "rounds", doc=...)}``; a
+  tuple of names is accepted, shown by name); a study's figures may plot them, ``netsim explain``
+  describes them, and a test checks the declaration against real runs.
 
 A protocol whose algorithm *finishes* (identifies an arm, ends its last epoch) overrides
 :meth:`Protocol.unfinished`: a trial that reaches the horizon first gets ``status =
@@ -74,7 +76,7 @@ class Protocol:
     corruptible: ClassVar[tuple[str, ...]] = ()
     sends: ClassVar[bool] = True
     relays: ClassVar[bool] = False
-    columns: ClassVar[tuple[str, ...]] = ()
+    columns: ClassVar[Mapping[str, P.Field] | tuple[str, ...]] = ()
 
     def __init__(self, sim: Simulation, params: Mapping[str, Any]):
         self.sim = sim

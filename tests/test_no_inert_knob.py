@@ -37,7 +37,8 @@ RIO = {"network.agents": 6, "run.checkpoints": 1, "run.horizon": 20000, "bandit.
 # protocol -> (bundled scenario, overrides; None removes a protocol key the base scenario sets)
 TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "ucb1": ("quickstart", {"network.agents": 4, "run.horizon": 60}),
-    "central-ucb": ("quickstart", {"protocol.name": "central-ucb", "network.agents": 4, "run.horizon": 60}),
+    "central-ucb": ("quickstart", {"protocol.name": "central-ucb", "network.servers": 1, "network.agents": 4,
+                                   "run.horizon": 60}),
     "cdp-mab": ("li2022-fig8-homogeneous", {"bandit.arms": 3, "run.horizon": 400, "protocol.epsilon": math.inf}),
     "ddp-mab": ("li2022-gis-path5", {"network.agents": 4, "run.horizon": 200}),
     "hdp-mab": ("li2022-fig11-case1", {"network.agents": 6, "network.components": 2, "bandit.arms": 3,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from netsim.registry import register_protocol
-from protocols.dubey2020a.rules import epsilon_field, record_counts_field, ucb_choice, v_field
+from protocols.dubey2020a.rules import COLUMNS, epsilon_field, record_counts_field, ucb_choice, v_field
 from protocols.dubey2020a.trials import Trials, check_record_counts, forget_own, init_own, own_update, paired_counts
 
 
@@ -25,7 +25,7 @@ class IsolatedDPUCBInt(Trials):
     """
 
     name = "dp-ucb-int"
-    columns = ("epsilon_spent", "releases")
+    columns = {k: COLUMNS[k] for k in ("epsilon_spent", "releases")}
     description = "DP-UCB-INT (interval mechanism) on every agent in isolation (baseline)"
     requires_connected = False
     sends = False

@@ -9,6 +9,7 @@ from netsim.corruption import Lie, rewriting
 from netsim.flooding import Flooding
 from netsim.registry import register_protocol
 from protocols.dubey2020a.rules import (
+    COLUMNS,
     epsilon_field,
     gamma_field,
     record_counts_field,
@@ -32,7 +33,7 @@ class PrivateMultiAgentUCB(Trials):
     """
 
     name = "dubey2020a-private"
-    columns = ("gamma", "epsilon_spent", "releases", "records_forwarded", "records_duplicate")
+    columns = {k: COLUMNS[k] for k in ("gamma", "epsilon_spent", "releases", "records_forwarded", "records_duplicate")}
     description = "Private Multi-Agent UCB (Alg. 1-2): interval mechanism + LOCAL messages with life gamma"
     fields = {"epsilon": epsilon_field(), "v": v_field(), "gamma": gamma_field(),
               "record_counts": record_counts_field()}
