@@ -1,7 +1,7 @@
 """The ``netsim`` command line.
 
-Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error,
-130 interrupted.
+Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback; bare ``netsim`` too, naming
+the commands), 1 internal error, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -178,11 +178,15 @@ def output_path(path: Path | None, default: Path, flag: str = "--out", *, folder
     there), a default that would leave ``results/`` (a scenario ``name`` such as ``../../x``), a
     folder that is a file (or, for a file output, a folder).
     """
+    from netsim import files
+
     if path is None:
         if default.is_absolute() or ".." in default.parts:
             raise InputError(f"scenario name {str(default.parent if not folder else default)!r} would write "
                              "outside results/; accepted: a name without '/' or '..', or give --out")
+        files.check_path(default, where="name (the default output folder is results/NAME; or give --out)")
         path = default
+    files.check_path(path, where=flag)
     resolved = path.expanduser().resolve()
     if resolved == Path(resolved.anchor) or resolved == Path.home().resolve():
         raise InputError(f"{flag} {str(path)!r}: a filesystem root or the home folder; accepted: a folder of "
@@ -191,6 +195,10 @@ def output_path(path: Path | None, default: Path, flag: str = "--out", *, folder
         raise InputError(f"{flag} {str(path)!r} exists and is not a folder")
     if not folder and path.is_dir():
         raise InputError(f"{flag} {str(path)!r} is a folder; accepted: a file path, e.g. trace.jsonl")
+    if folder:  # a link at a folder netsim writes into is refused now, not after the run
+        files.check(path, folders=("units", "figures"), where=flag)
+    else:  # a device node, pipe or link named as the file is never replaced
+        files.check(path.parent, names=(path.name, path.name + ".png"), where=flag)
     _check_writable(path if folder else path.parent, flag, path)
     return path
 
@@ -337,38 +345,36 @@ def with_pd_options(fn):
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    import tomllib
 
     from netsim import registry
     from netsim import scenario as S
 
     print("scenarios:")
     for name, path in S.bundled().items():
-        try:
-            description = tomllib.loads(path.read_text()).get("description", "")
-        except tomllib.TOMLDecodeError:
-            description = "(unreadable)"
-        print(f"  {name:32s} {description}")
+        print(f"  {name:32s} {_described(path, 'description')}")
     from netsim import studies
 
     print("\nstudies (netsim study NAME):")
     for name, path in studies.bundled().items():
-        try:
-            document = tomllib.loads(path.read_text())
-            description = document.get("title") or document.get("description", "")
-        except tomllib.TOMLDecodeError:
-            description = "(unreadable)"
-        print(f"  {name:32s} {description}")
-    print("\nprotocols:")
-    for name, cls in registry.protocols.items():
-        print(f"  {name:32s} {cls.description}")
-    print("\nbandit kinds:")
-    for name, cls in registry.bandits.items():
-        print(f"  {name:32s} {cls.description}")
-    print("\ntopologies:")
-    for name, topology in registry.topologies.items():
-        print(f"  {name:32s} {topology.description}")
+        print(f"  {name:32s} {_described(path, 'title', 'description')}")
+    # a plug-in's class may lack a description: it is listed without one
+    for title, registered in (("protocols", registry.protocols), ("bandit kinds", registry.bandits),
+                              ("topologies", registry.topologies)):
+        print(f"\n{title}:")
+        for name, item in registered.items():
+            print(f"  {name:32s} {getattr(item, 'description', '') or ''}")
     return 0
+
+
+def _described(path: Path, *keys: str) -> str:
+    """The first of ``keys`` a bundled TOML file gives (a plug-in's file that does not read: "(unreadable)")."""
+    from netsim.files import read_toml
+
+    try:
+        document = read_toml(path)
+    except InputError:
+        return "(unreadable)"
+    return next((str(document[key]).strip() for key in keys if document.get(key)), "")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -379,28 +385,42 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from netsim.plots import plot_folder
+    """Redraw a results folder. Its files are input like a scenario: a table or meta.json that is missing,
+    damaged or edited so that drawing fails is one line naming the folder, never a traceback."""
+    from netsim import files
 
+    files.check_path(args.folder, where="netsim plot FOLDER")
     if not args.folder.is_dir():
         raise InputError(f"results folder {str(args.folder)!r} not found")
-    if (args.folder / "study.csv").is_file():
+    try:
+        written = _plot(args.folder)
+    except InputError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, FileNotFoundError) as exc:
+        raise InputError(f"results folder {str(args.folder)!r} is damaged or not written by this netsim "
+                         f"({type(exc).__name__} while drawing); accepted: a folder written by 'netsim run', "
+                         "'netsim sweep' or 'netsim study'") from None
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def _plot(folder: Path) -> list[Path]:
+    if (folder / "study.csv").is_file():
         from netsim.resultset import Results
         from netsim.studies import draw_folder
 
-        print("wrote " + ", ".join(str(p) for p in draw_folder(args.folder, Results.load(args.folder))))
-        return 0
-    if (args.folder / "sweep_timeseries.csv").is_file():
+        return draw_folder(folder, Results.load(folder))
+    if (folder / "sweep_timeseries.csv").is_file():
         from netsim import sweeps as W
 
-        print("wrote " + ", ".join(str(p) for p in W.plot_folder(args.folder)))
-        return 0
+        return W.plot_folder(folder)
+    from netsim.plots import plot_folder
+
     try:
-        written = plot_folder(args.folder)
+        return plot_folder(folder)
     except FileNotFoundError as exc:
-        raise InputError(f"{args.folder}: no timeseries table ({Path(exc.args[0]).name}); "
+        raise InputError(f"{folder}: no timeseries table ({Path(exc.args[0]).name}); "
                          "accepted: a folder written by 'netsim run'") from None
-    print("wrote " + ", ".join(str(p) for p in written))
-    return 0
 
 
 def _id_list(text: str | None, flag: str) -> list[int] | None:
@@ -471,9 +491,9 @@ COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "plot": cmd_plot
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        if args.command is None:
-            build_parser().print_help()
-            return 2
+        if args.command is None:  # a refusal like any other: one line on stderr, exit 2 (netsim --help: stdout)
+            raise InputError(f"netsim: a COMMAND is required; accepted: {', '.join(COMMANDS)} (netsim --help "
+                             "explains each)")
         if args.plugins:
             from netsim.registry import load_plugin_files
 

@@ -8,12 +8,11 @@ an :class:`~netsim.errors.InputError` naming the file, the dotted key and what i
 from __future__ import annotations
 
 import copy
+import importlib.resources
 import math
-import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import numpy as np
 import simpy
 
 from netsim import faults as F
+from netsim import files
 from netsim import params as P
 from netsim.distributions import DELAY_MODELS, REPORT_MODELS, parse_distribution
 from netsim.errors import InputError
@@ -183,7 +183,7 @@ def bundled_dirs() -> list[Path]:
     """Folders of bundled scenarios announced by plug-ins (``netsim.scenarios`` entry points)."""
     dirs = []
     for ep in entry_points(group=SCENARIO_GROUP):
-        dirs.append(Path(str(files(ep.value))))
+        dirs.append(Path(str(importlib.resources.files(ep.value))))
     return dirs
 
 
@@ -199,10 +199,11 @@ def bundled() -> dict[str, Path]:
 def locate(name_or_path: str | None) -> Path:
     """A scenario file from a path or a bundled name (``None``: the quickstart)."""
     name = name_or_path or DEFAULT_SCENARIO
+    files.check_path(name, where="scenario")
     path = Path(name)
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
-            raise InputError(f"scenario file {name!r} not found", key=None)
+            raise InputError(f"scenario file {P.bounded_repr(name, 200)} not found", key=None)
         return path
     known = bundled()
     if name in known:
@@ -211,7 +212,7 @@ def locate(name_or_path: str | None) -> Path:
 
     close = difflib.get_close_matches(name, list(known), n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
-    raise InputError(f"no scenario file or bundled scenario named {name!r}{hint}; see 'netsim list'")
+    raise InputError(f"no scenario file or bundled scenario named {P.bounded_repr(name, 200)}{hint}; see 'netsim list'")
 
 
 # ---------------------------------------------------------------------- overrides
@@ -224,8 +225,10 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not key or any(not part for part in key.split(".")):
         raise InputError(f"--set {text!r}: expected KEY=VALUE with a dotted KEY, e.g. network.agents=20")
     try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+        value = files.parse_toml(f"v = {raw}")["v"]
+    except InputError as exc:  # not a TOML value: the text itself, unless it nests too deep to read
+        if "nested" in exc.detail:
+            raise InputError(f"--set {key}: {exc.detail}") from None
         value = raw
     return key.split("."), value
 
@@ -324,12 +327,7 @@ def load(name_or_path: str | Path | Scenario | None = None, overrides: Overrides
         except InputError as exc:
             raise exc.located(base.path) if base.path else exc from None
     path = locate(None if name_or_path is None else str(name_or_path))
-    try:
-        document = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"TOML syntax error: {exc}", source=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", source=str(path)) from None
+    document = files.read_toml(path, what="scenario file")
     try:
         document = apply_overrides(document, overrides or [])
         document.setdefault("name", path.stem)
@@ -342,6 +340,9 @@ def from_dict(document: Mapping[str, Any], *, base_dir: Path | None = None, path
     """Validate a scenario given as a nested dict (as parsed from TOML)."""
     source = path or None
     doc = P.validate(document, TOP, source=source)
+    if not doc["name"].isprintable():  # it names the default results folder and every table row
+        raise InputError(f"got {P.bounded_repr(doc['name'])}; expected printable text (no control character)",
+                         source=source, key="name")
     base = base_dir or Path.cwd()
 
     bandit_kind = doc["bandit"].get("kind", "bernoulli")
@@ -349,12 +350,13 @@ def from_dict(document: Mapping[str, Any], *, base_dir: Path | None = None, path
     bandit = P.validate({k: v for k, v in doc["bandit"].items() if k != "kind"}, bandit_cls.fields,
                         where="bandit", source=source)
     if "file" in bandit:
-        bandit["file"] = str((base / bandit["file"]).resolve())
+        bandit["file"] = str(files.absolute(base, bandit["file"], where="bandit.file"))
     bandit_cls.check(bandit, source)
     bandit = {"kind": bandit_kind, **bandit}
 
     network = _validate_network(doc["network"], base, source)
     _check_bandit_size(bandit, agents=network["agents"], source=source)
+    bandit_cls.check_agents(bandit, network["agents"], source)  # data files are read and checked now
 
     name = doc["protocol"].get("name")
     if name is None:
@@ -394,7 +396,7 @@ def _validate_network(raw: Mapping[str, Any], base: Path, source: str | None) ->
     fields = {**NETWORK, **topology.fields}
     network = P.validate(raw, fields, where="network", source=source)
     if "file" in network:
-        network["file"] = str((base / network["file"]).resolve())
+        network["file"] = str(files.absolute(base, network["file"], where="network.file"))
     network["cost"] = P.validate(network["cost"], COST, where="network.cost", source=source)
     network["delay"] = parse_distribution(network["delay"], key="network.delay", models=DELAY_MODELS,
                                           source=source).as_table()

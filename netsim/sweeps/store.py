@@ -22,16 +22,15 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netsim import files
 from netsim import scenario as S
 from netsim.errors import InputError
-from netsim.results import current_umask
 from netsim.sim import TrialResult
 
 if TYPE_CHECKING:
@@ -114,31 +113,14 @@ class UnitStore:
 
     def clean(self) -> int:
         """Remove temporary files left by an interrupted writer (call while holding the lock)."""
-        removed = 0
-        if self.folder.is_dir():
-            for path in self.folder.glob(".*.tmp"):
-                path.unlink(missing_ok=True)
-                removed += 1
-        return removed
+        return files.remove_staged(self.folder.parent, self.folder.name)
 
     def put(self, uid: str, record: Mapping[str, Any]) -> None:
+        """Store ``record`` as unit ``uid`` (:func:`netsim.files.write`: staged under an unpredictable name,
+        fsync'ed, renamed into place; never through a link)."""
         line = canonical(record)
         data = f"{line}\n{hashlib.sha256(line.encode()).hexdigest()}\n".encode()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        target = self.path(uid)
-        # an unpredictable name created exclusively (mkstemp: O_CREAT | O_EXCL, never through a symlink)
-        fd, name = tempfile.mkstemp(dir=self.folder, prefix=f".{uid}.", suffix=".tmp")
-        tmp = Path(name)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fchmod(handle.fileno(), 0o666 & ~current_umask())
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        files.write(self.folder.parent, f"{self.folder.name}/{uid}{self.SUFFIX}", data, record=False, fsync=True)
 
     def get(self, uid: str) -> dict[str, Any] | None:
         """The record of ``uid``, or ``None`` when it is absent or damaged."""
