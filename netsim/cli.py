@@ -225,9 +225,18 @@ def check_format(fmt: str) -> None:
                          "pip install 'netsim[parquet]'")
 
 
+def _check_trials(trials: int | None) -> None:
+    """The same cap on --trials for run, sweep and study (per grid point and variant), before anything loads."""
+    from netsim.budget import MAX_TRIALS
+
+    if trials is not None and not 1 <= trials <= MAX_TRIALS:
+        raise InputError(f"--trials {trials}: accepted: 1 .. {MAX_TRIALS:,}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from netsim import api
 
+    _check_trials(args.trials)
     scenario = api.prepare(args.scenario, set=args.overrides, trials=args.trials, seed=args.seed)
     check_format(args.format)
     out = output_path(args.out, Path("results") / scenario.name)
@@ -267,6 +276,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from netsim import api
     from netsim import sweeps as W
 
+    _check_trials(args.trials)
     plan = api.plan(args.scenario, args.grid, set=args.overrides, trials=args.trials, seed=args.seed)
     out = output_path(args.out, Path("results") / f"{Path(plan.points[0].scenario.name).name}-sweep")
     total = len(plan.points) * plan.trials
@@ -297,8 +307,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     from netsim import api, studies
     from netsim import sweeps as W
 
-    if args.trials is not None and not 1 <= args.trials <= 100_000:
-        raise InputError(f"--trials {args.trials}: accepted: 1 .. 100000")
+    _check_trials(args.trials)
     study = studies.load(args.study)
     plan = studies.plan(study, args.scale, trials=args.trials, overrides=studies.set_options(args.overrides))
     out = output_path(args.out, Path("results") / f"{Path(study.name).name}-{args.scale}")
@@ -378,9 +387,15 @@ def _described(path: Path, *keys: str) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from netsim import budget
     from netsim import scenario as S
+    from netsim.registry import protocols
 
-    print(S.resolved_toml(S.load(args.scenario, args.overrides)), end="")
+    scenario = S.load(args.scenario, args.overrides)
+    work = budget.estimate(scenario, protocols.get(scenario.protocol["name"], key="protocol.name"))
+    print(f"# work: {work.describe()}; limits run.max_events = {scenario.run['max_events']:.3g}, run.max_memory = "
+          f"{scenario.run['max_memory']:.3g} bytes (docs/engine.md, Limits)")
+    print(S.resolved_toml(scenario), end="")
     return 0
 
 
@@ -458,6 +473,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.all == (args.mechanism is not None):
         raise InputError(f"netsim audit: give one MECHANISM or --all; accepted: {', '.join(audit_targets.names())}")
     targets = [t for _, t in audit_targets.items()] if args.all else [audit_targets.get(args.mechanism, key="audit")]
+    from netsim.params import MAX_REAL, MIN_POSITIVE
+
+    if args.epsilon is not None and not MIN_POSITIVE <= args.epsilon <= MAX_REAL:
+        raise InputError(f"--epsilon {args.epsilon:g}: accepted: a number in [{MIN_POSITIVE:g}, {MAX_REAL:g}] (a "
+                         "privacy parameter the mechanisms can honour in double precision)")
     for target in targets:
         try:
             target.params(args.epsilon)

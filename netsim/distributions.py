@@ -68,7 +68,8 @@ MODELS: dict[str, dict[str, P.Field]] = {
     "uniform": {"low": P.real(**_NONNEG), "high": P.real(**_NONNEG)},
     # mean = 0 is the degenerate law (every delay 0): the zero point of a delay sweep
     "exponential": {"mean": P.real(low=0.0)},
-    "lognormal": {"mean": P.real(low=0.0, low_open=True), "sigma": P.real(low=0.0)},
+    # sigma <= 10: the law is mean-preserving (mu = log(mean) - sigma^2 / 2); far beyond, every draw underflows to 0
+    "lognormal": {"mean": P.real(low=0.0, low_open=True), "sigma": P.real(low=0.0, high=10.0)},
     "bernoulli": {"p": P.probability()},
     "normal": {"mean": P.real(), "sigma": P.real(low=0.0)},
 }
@@ -82,7 +83,7 @@ def parse_distribution(raw: Any, *, key: str, models: tuple[str, ...], source: s
     if isinstance(raw, (int, float)) and not isinstance(raw, bool) and "constant" in models:
         raw = {"model": "constant", "value": raw}
     if not isinstance(raw, Mapping):
-        raise InputError(f"got {raw!r}; expected a table {{ model = ... }} with model one of {models}",
+        raise InputError(f"got {P.bounded_repr(raw)}; expected a table {{ model = ... }} with model one of {models}",
                          source=source, key=key)
     raw = dict(raw)
     model = raw.pop("model", None)

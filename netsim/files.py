@@ -343,6 +343,9 @@ def read_bytes(path: str | os.PathLike[str], *, what: str = "file", key: str | N
     try:
         # O_NONBLOCK: opening a named pipe must not wait for a writer; the file is then checked to be regular
         handle = os.open(shown, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise InputError(f"{what} {_q(shown)} not found; accepted: an existing, readable file", key=key,
+                         source=source) from None
     except OSError as exc:
         reason = "a symbolic link loop" if exc.errno == errno.ELOOP else (exc.strerror or type(exc).__name__)
         raise InputError(f"{what} {_q(shown)} cannot be read ({reason}); accepted: an existing, readable file",

@@ -20,8 +20,8 @@ import networkx as nx
 import numpy as np
 import simpy
 
+from netsim import budget, files
 from netsim import faults as F
-from netsim import files
 from netsim import params as P
 from netsim.distributions import DELAY_MODELS, REPORT_MODELS, parse_distribution
 from netsim.errors import InputError
@@ -91,18 +91,25 @@ CLOCK = {
 }
 RUN = {
     "horizon": P.real(1000.0, low=0.0, low_open=True, doc="simulated time T"),
-    "trials": P.integer(1, low=1, doc="independent repetitions"),
-    "seed": P.integer(1, low=0, doc="root of the run's SeedSequence"),
+    "trials": P.integer(1, low=1, high=budget.MAX_TRIALS, doc="independent repetitions"),
+    "seed": P.integer(1, low=0, high=2**63 - 1, doc="root of the run's SeedSequence"),
     "checkpoints": P.integer(100, low=1, doc="points of the regret time series"),
     "watchdog": P.real(0.0, low=0.0, allow_inf=True,
                        doc="end a trial as failed after this much simulated time without a pull or a delivery "
                            "(0 or inf = off)"),
     "wall_budget": P.real(0.0, low=0.0, allow_inf=True,
                           doc="end a trial as failed after this many wall-clock seconds (0 or inf = off)"),
+    "max_events": P.real(budget.MAX_EVENTS, low=1.0, high=math.inf, allow_inf=True,
+                         doc="refuse the scenario when a trial's estimated events exceed this (netsim.budget; inf = "
+                             "no limit)"),
+    "max_memory": P.real(budget.MAX_MEMORY, low=1.0, high=math.inf, allow_inf=True,
+                         doc="refuse the scenario when a trial's estimated memory in bytes exceeds this (inf = no "
+                             "limit)"),
 }
 # Keys added after the first release: written by as_dict only when set, so that the resolved form
 # (and the sweep unit ids hashed from it) of older scenarios does not change.
-OPTIONAL_RUN = {"watchdog": 0.0, "wall_budget": 0.0}
+OPTIONAL_RUN = {"watchdog": 0.0, "wall_budget": 0.0, "max_events": budget.MAX_EVENTS,
+                "max_memory": budget.MAX_MEMORY}
 
 
 @dataclass(frozen=True)
@@ -452,6 +459,7 @@ def _check_protocol_fit(scenario: Scenario, protocol_cls: Any, source: str | Non
     try:
         F.check_protocol(scenario.faults, protocol_cls)
         protocol_cls.check(scenario)
+        budget.check(scenario, protocol_cls)  # before anything is built: a graph or a trial it cannot afford
         # A dry build of trial 0's network catches disconnected graphs and bad topology keys now.
         build_network(scenario, simpy.Environment(), Streams(trial_sequence(scenario.run["seed"], 0)))
         # A random topology draws another graph for every trial: check each of them too.
@@ -478,6 +486,7 @@ def check_trial_graphs(scenario: Scenario, trials: Iterator[int] | Sequence[int]
     named = scenario.network["links"] or (F.kinds(scenario.faults) and scenario.faults["links"])
     if not named and not (protocol_cls.requires_connected and topology.may_disconnect):
         return
+    budget.check_graphs(scenario)
     for trial in trials:
         streams = Streams(trial_sequence(scenario.run["seed"], trial, point))
         try:

@@ -132,7 +132,7 @@ def test_names_and_paths_no_file_system_takes_are_one_line(capsys, tmp_path, mon
     assert not list(tmp_path.iterdir())
 
 
-def test_a_plugin_class_without_description_is_listed(capsys, tmp_path):
+def test_a_plugin_class_without_description_is_listed(capsys, tmp_path, isolated_plugins):
     plugin = tmp_path / "bare.py"
     plugin.write_text("from netsim.registry import register_protocol\n\n"
                       "@register_protocol\nclass Bare:\n    name = 'bare-harden-27'\n")

@@ -15,8 +15,13 @@ from protocols.ucb import ucb_index
 GAMMA_WORDS = ("half-diameter", "diameter")
 
 
+#: largest explicit message life: the flooding's hop tables hold one entry per hop (a life of 2^31 never ended
+#: building them); a longer path than this is asked for with 'diameter'
+MAX_GAMMA = 10_000
+
+
 def gamma_field() -> P.Field:
-    return P.either(P.integer(low=0), P.choice(GAMMA_WORDS), default="half-diameter",
+    return P.either(P.integer(low=0, high=MAX_GAMMA), P.choice(GAMMA_WORDS), default="half-diameter",
                     doc="message life in hops: an integer >= 0, 'diameter', or 'half-diameter' = max(1, floor(D/2))")
 
 

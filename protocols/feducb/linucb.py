@@ -152,9 +152,16 @@ FIELDS = {
     "lam": P.real(1.0, low=0.0, low_open=True, doc="ridge rho_min = rho_max when epsilon = inf"),
     "beta_scale": P.real(1.0, low=0.0, doc="multiplies beta of Prop. 2 (1 = theory; scenarios document their value)"),
     "communication": P.choice(MODES, "mlogt", doc="Experiment 2 mode: m1.5, mlogt or mt (sets D)"),
-    "threshold": P.either(P.choice(("auto",)), P.real(low=0.0), default="auto",
+    "threshold": P.either(P.choice(("auto",)), P.real(low=0.0, high=math.inf), default="auto",
                           doc="explicit synchronisation threshold D >= 0 (overrides communication)"),
 }
+
+
+def statistics_bytes(scenario: Any, *, learners: float, slots: float) -> float:
+    """Bytes of the (d+1) x (d+1) statistics of ``learners`` OFUL learners: the arrays of :class:`LinUCBState`
+    and the temporaries of an update (about 8), and the tree sums of the privatiser (log2 T of them)."""
+    d = scenario.bandit["dimension"] + 1
+    return 8.0 * d * d * learners * (8 + math.log2(slots + 2))
 
 
 def trials_of(sim: Any) -> int:
