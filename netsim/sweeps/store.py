@@ -73,15 +73,19 @@ def unit_ids(scenario: S.Scenario, assignments: Mapping[str, Any], trials: Seque
     return [hashlib.sha256(f'{prefix},"trial":{int(t)}}}'.encode()).hexdigest()[:32] for t in trials]
 
 
-def encode_result(unit: PlannedUnit, result: TrialResult) -> dict[str, Any]:
+def encode_trial(result: TrialResult) -> dict[str, Any]:
+    """A :class:`TrialResult` as JSON data (arrays as dtype and values); :func:`decode_result` reads it back."""
     def columns(table: Mapping[str, np.ndarray]) -> dict[str, Any]:
         return {k: {"dtype": str(np.asarray(v).dtype), "values": np.asarray(v).tolist()} for k, v in table.items()}
 
-    return {
-        "format": STORE_FORMAT, "unit": unit.id, "point": [[k, v] for k, v in unit.point.assignments.items()],
-        "trial": unit.trial, "row": result.row, "agents": columns(result.agents),
-        "timeseries": columns(result.timeseries), "wall_s": result.wall_s, "info": result.info,
-    }
+    return {"row": result.row, "agents": columns(result.agents), "timeseries": columns(result.timeseries),
+            "wall_s": result.wall_s, "info": result.info}
+
+
+def encode_result(unit: PlannedUnit, result: TrialResult) -> dict[str, Any]:
+    """The stored record of ``unit``: its identity and :func:`encode_trial` of its result."""
+    return {"format": STORE_FORMAT, "unit": unit.id, "point": [[k, v] for k, v in unit.point.assignments.items()],
+            "trial": unit.trial, **encode_trial(result)}
 
 
 def decode_result(record: Mapping[str, Any]) -> TrialResult:

@@ -23,6 +23,7 @@ Realistic timelines (docs/faults.md, docs/protocols/rio2023.md):
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -35,8 +36,9 @@ from protocols.rio2023.paths import ActivationClock
 from protocols.rio2023.rules import agent_weights, se_radius, voting_threshold
 
 COMMON = {
-    # delta enters only through log(delta) (the vote threshold, the SE radius): any positive double is honoured
-    "delta": P.real(0.05, low=1e-300, high=1.0, high_open=True,
+    # delta enters only through log(delta) (the vote threshold, the SE radius): any positive normal double is
+    # honoured (a subnormal one, down to 5e-324, overflowed K t^2 / p)
+    "delta": P.real(0.05, low=sys.float_info.min, high=1.0, high_open=True,
                     doc="global failure probability delta (Sec. 6: 0.05)"),
     "agent_distribution": P.choice(("uniform", "zipf"), "uniform",
                                    doc="P_N: uniform, or zipf P(n) ∝ (n + offset)^-exponent (appendix C.4)"),
