@@ -108,6 +108,15 @@ def _shown(root: Path, parts: tuple[str, ...]) -> str:
     return str(root.joinpath(*parts))
 
 
+def _open_folder(name: str | Path, dir_fd: int | None, *, follow: bool) -> int | None:
+    """A descriptor of the folder ``name`` (relative to ``dir_fd``), or None when it does not exist."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | (0 if follow else os.O_NOFOLLOW)
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+
+
 @contextlib.contextmanager
 def _folder(root: Path, parents: tuple[str, ...], *, create: bool = True) -> Iterator[int | None]:
     """A descriptor of ``root/parents...``: each part created if missing (with ``create``), none followed
@@ -115,32 +124,28 @@ def _folder(root: Path, parents: tuple[str, ...], *, create: bool = True) -> Ite
     if create:
         root.mkdir(parents=True, exist_ok=True)
     try:
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    except FileNotFoundError:
-        if create:
-            raise
-        yield None
-        return
+        fd = _open_folder(root, None, follow=True)  # the output folder itself: the user named it
     except OSError as exc:
         raise InputError(f"output folder {_q(root)}: cannot open it ({exc.strerror}); accepted: a folder") from None
+    if fd is None:
+        yield None
+        return
     try:
         for depth, part in enumerate(parents):
             if create:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, dir_fd=fd)
             try:
-                child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            except FileNotFoundError:
-                if create:
-                    raise
-                yield None
-                return
+                child = _open_folder(part, fd, follow=False)
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
                 raise InputError(f"{_q(_shown(root, parents[:depth + 1]))} is a symbolic link or not a folder; netsim "
                                  "never follows a link inside its output folder; accepted: a plain folder (remove "
                                  "or rename it)") from None
+            if child is None:
+                yield None
+                return
             os.close(fd)
             fd = child
         yield fd
