@@ -128,9 +128,9 @@ class UnitStore:
 
     def get(self, uid: str) -> dict[str, Any] | None:
         """The record of ``uid``, or ``None`` when it is absent or damaged."""
-        try:
-            text = self.path(uid).read_text()
-        except (FileNotFoundError, UnicodeDecodeError):
+        try:  # a unit file that is not a readable regular file (a pipe, a link loop) counts as missing
+            text = files.read_text(self.path(uid), what="unit file", limit=files.MAX_DATA)
+        except InputError:
             return None
         lines = text.split("\n")
         if len(lines) != 3 or lines[2] != "" or hashlib.sha256(lines[0].encode()).hexdigest() != lines[1]:
