@@ -243,9 +243,10 @@ def written(root: str | os.PathLike[str]) -> list[str]:
             handle = os.open(MANIFEST, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
         except OSError:
             return []
+        if not stat.S_ISREG(os.fstat(handle).st_mode):  # not a file netsim wrote: it lists nothing
+            os.close(handle)
+            return []
         with os.fdopen(handle, "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                return []
             text = file.read(MAX_TOML).decode("utf-8", "replace")
     return [line for line in text.splitlines() if line]
 
