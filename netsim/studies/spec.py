@@ -109,7 +109,8 @@ VARIANT = {
     "grid": P.boolean(True, doc="false: run once, not at every grid point (a reference drawn across the x axis)"),
 }
 FIGURE = {
-    "name": P.text("", doc="file name of the figure (default: kind, y and x)"),
+    "name": P.text("", doc="file name of the figure: letters, digits, . _ - + =, at most 100, no '/' or '..' "
+                           "(default: kind, y and x)"),
     "kind": P.choice(KINDS, doc="what to draw"),
     "y": P.either(P.text(), P.Field("a list of metrics", lambda v: tuple(v) if isinstance(v, list) and v and all(
         isinstance(i, str) for i in v) else None), default="",
