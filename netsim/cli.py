@@ -1,7 +1,7 @@
 """The ``netsim`` command line.
 
-Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error,
-130 interrupted.
+Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback; bare ``netsim`` too, naming
+the commands), 1 internal error, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -196,11 +196,15 @@ def output_path(path: Path | None, default: Path, flag: str = "--out", *, folder
     there), a default that would leave ``results/`` (a scenario ``name`` such as ``../../x``), a
     folder that is a file (or, for a file output, a folder).
     """
+    from netsim import files
+
     if path is None:
         if default.is_absolute() or ".." in default.parts:
             raise InputError(f"scenario name {str(default.parent if not folder else default)!r} would write "
                              "outside results/; accepted: a name without '/' or '..', or give --out")
+        files.check_path(default, where="name (the default output folder is results/NAME; or give --out)")
         path = default
+    files.check_path(path, where=flag)
     resolved = path.expanduser().resolve()
     if resolved == Path(resolved.anchor) or resolved == Path.home().resolve():
         raise InputError(f"{flag} {str(path)!r}: a filesystem root or the home folder; accepted: a folder of "
@@ -209,6 +213,10 @@ def output_path(path: Path | None, default: Path, flag: str = "--out", *, folder
         raise InputError(f"{flag} {str(path)!r} exists and is not a folder")
     if not folder and path.is_dir():
         raise InputError(f"{flag} {str(path)!r} is a folder; accepted: a file path, e.g. trace.jsonl")
+    if folder:  # a link at a folder netsim writes into is refused now, not after the run
+        files.check(path, folders=("units", "figures"), where=flag)
+    else:  # a device node, pipe or link named as the file is never replaced
+        files.check(path.parent, names=(path.name, path.name + ".png"), where=flag)
     _check_writable(path if folder else path.parent, flag, path)
     return path
 
@@ -235,9 +243,18 @@ def check_format(fmt: str) -> None:
                          "pip install 'netsim[parquet]'")
 
 
+def _check_trials(trials: int | None) -> None:
+    """The same cap on --trials for run, sweep and study (per grid point and variant), before anything loads."""
+    from netsim.budget import MAX_TRIALS
+
+    if trials is not None and not 1 <= trials <= MAX_TRIALS:
+        raise InputError(f"--trials {trials}: accepted: 1 .. {MAX_TRIALS:,}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from netsim import api
 
+    _check_trials(args.trials)
     scenario = api.prepare(args.scenario, set=args.overrides, trials=args.trials, seed=args.seed)
     check_format(args.format)
     out = output_path(args.out, Path("results") / scenario.name)
@@ -277,6 +294,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from netsim import api
     from netsim import sweeps as W
 
+    _check_trials(args.trials)
     plan = api.plan(args.scenario, args.grid, set=args.overrides, trials=args.trials, seed=args.seed)
     out = output_path(args.out, Path("results") / f"{Path(plan.points[0].scenario.name).name}-sweep")
     total = len(plan.points) * plan.trials
@@ -307,8 +325,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     from netsim import api, studies
     from netsim import sweeps as W
 
-    if args.trials is not None and not 1 <= args.trials <= 100_000:
-        raise InputError(f"--trials {args.trials}: accepted: 1 .. 100000")
+    _check_trials(args.trials)
     study = studies.load(args.study)
     plan = studies.plan(study, args.scale, trials=args.trials, overrides=studies.set_options(args.overrides))
     out = output_path(args.out, Path("results") / f"{Path(study.name).name}-{args.scale}")
@@ -355,44 +372,47 @@ def with_pd_options(fn):
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    import tomllib
 
     from netsim import registry
     from netsim import scenario as S
 
     print("scenarios:")
     for name, path in S.bundled().items():
-        try:
-            description = tomllib.loads(path.read_text()).get("description", "")
-        except tomllib.TOMLDecodeError:
-            description = "(unreadable)"
-        print(f"  {name:32s} {description}")
+        print(f"  {name:32s} {_described(path, 'description')}")
     from netsim import studies
 
     print("\nstudies (netsim study NAME):")
     for name, path in studies.bundled().items():
-        try:
-            document = tomllib.loads(path.read_text())
-            description = document.get("title") or document.get("description", "")
-        except tomllib.TOMLDecodeError:
-            description = "(unreadable)"
-        print(f"  {name:32s} {description}")
-    print("\nprotocols:")
-    for name, cls in registry.protocols.items():
-        print(f"  {name:32s} {cls.description}")
-    print("\nbandit kinds:")
-    for name, cls in registry.bandits.items():
-        print(f"  {name:32s} {cls.description}")
-    print("\ntopologies:")
-    for name, topology in registry.topologies.items():
-        print(f"  {name:32s} {topology.description}")
+        print(f"  {name:32s} {_described(path, 'title', 'description')}")
+    # a plug-in's class may lack a description: it is listed without one
+    for title, registered in (("protocols", registry.protocols), ("bandit kinds", registry.bandits),
+                              ("topologies", registry.topologies)):
+        print(f"\n{title}:")
+        for name, item in registered.items():
+            print(f"  {name:32s} {getattr(item, 'description', '') or ''}")
     return 0
 
 
+def _described(path: Path, *keys: str) -> str:
+    """The first of ``keys`` a bundled TOML file gives (a plug-in's file that does not read: "(unreadable)")."""
+    from netsim.files import read_toml
+
+    try:
+        document = read_toml(path)
+    except InputError:
+        return "(unreadable)"
+    return next((str(document[key]).strip() for key in keys if document.get(key)), "")
+
+
 def cmd_show(args: argparse.Namespace) -> int:
+    from netsim import budget
     from netsim import scenario as S
+    from netsim.registry import protocols
 
     scenario = S.load(args.scenario, args.overrides)
+    work = budget.estimate(scenario, protocols.get(scenario.protocol["name"], key="protocol.name"))
+    print(f"# work: {work.describe()}; limits run.max_events = {scenario.run['max_events']:.3g}, run.max_memory = "
+          f"{scenario.run['max_memory']:.3g} bytes (docs/engine.md, Limits)")
     if args.doc:
         from netsim.catalog import annotated_toml
 
@@ -427,28 +447,42 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from netsim.plots import plot_folder
+    """Redraw a results folder. Its files are input like a scenario: a table or meta.json that is missing,
+    damaged or edited so that drawing fails is one line naming the folder, never a traceback."""
+    from netsim import files
 
+    files.check_path(args.folder, where="netsim plot FOLDER")
     if not args.folder.is_dir():
         raise InputError(f"results folder {str(args.folder)!r} not found")
-    if (args.folder / "study.csv").is_file():
+    try:
+        written = _plot(args.folder)
+    except InputError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, FileNotFoundError) as exc:
+        raise InputError(f"results folder {str(args.folder)!r} is damaged or not written by this netsim "
+                         f"({type(exc).__name__} while drawing); accepted: a folder written by 'netsim run', "
+                         "'netsim sweep' or 'netsim study'") from None
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def _plot(folder: Path) -> list[Path]:
+    if (folder / "study.csv").is_file():
         from netsim.resultset import Results
         from netsim.studies import draw_folder
 
-        print("wrote " + ", ".join(str(p) for p in draw_folder(args.folder, Results.load(args.folder))))
-        return 0
-    if (args.folder / "sweep_timeseries.csv").is_file():
+        return draw_folder(folder, Results.load(folder))
+    if (folder / "sweep_timeseries.csv").is_file():
         from netsim import sweeps as W
 
-        print("wrote " + ", ".join(str(p) for p in W.plot_folder(args.folder)))
-        return 0
+        return W.plot_folder(folder)
+    from netsim.plots import plot_folder
+
     try:
-        written = plot_folder(args.folder)
+        return plot_folder(folder)
     except FileNotFoundError as exc:
-        raise InputError(f"{args.folder}: no timeseries table ({Path(exc.args[0]).name}); "
+        raise InputError(f"{folder}: no timeseries table ({Path(exc.args[0]).name}); "
                          "accepted: a folder written by 'netsim run'") from None
-    print("wrote " + ", ".join(str(p) for p in written))
-    return 0
 
 
 def _id_list(text: str | None, flag: str) -> list[int] | None:
@@ -486,6 +520,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.all == (args.mechanism is not None):
         raise InputError(f"netsim audit: give one MECHANISM or --all; accepted: {', '.join(audit_targets.names())}")
     targets = [t for _, t in audit_targets.items()] if args.all else [audit_targets.get(args.mechanism, key="audit")]
+    from netsim.params import MAX_REAL, MIN_POSITIVE
+
+    if args.epsilon is not None and not MIN_POSITIVE <= args.epsilon <= MAX_REAL:
+        raise InputError(f"--epsilon {args.epsilon:g}: accepted: a number in [{MIN_POSITIVE:g}, {MAX_REAL:g}] (a "
+                         "privacy parameter the mechanisms can honour in double precision)")
     for target in targets:
         try:
             target.params(args.epsilon)
@@ -520,9 +559,9 @@ COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "plot": cmd_plot
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        if args.command is None:
-            build_parser().print_help()
-            return 2
+        if args.command is None:  # a refusal like any other: one line on stderr, exit 2 (netsim --help: stdout)
+            raise InputError(f"netsim: a COMMAND is required; accepted: {', '.join(COMMANDS)} (netsim --help "
+                             "explains each)")
         if args.plugins:
             from netsim.registry import load_plugin_files
 

@@ -71,10 +71,11 @@ MODELS: dict[str, dict[str, P.Field]] = {
                 "high": P.real(**_NONNEG, doc="upper end", label="{}, upper end")},
     # mean = 0 is the degenerate law (every delay 0): the zero point of a delay sweep
     "exponential": {"mean": P.real(low=0.0, doc="the mean (0: every value 0)", label="mean {}")},
+    # sigma <= 10: the law is mean-preserving (mu = log(mean) - sigma^2 / 2); far beyond, every draw underflows to 0
     "lognormal": {"mean": P.real(low=0.0, low_open=True, label="mean {}",
                                  doc="the mean of the value itself, not the log-mean mu (mu = ln(mean) - sigma^2 / 2)"),
-                  "sigma": P.real(low=0.0, doc="standard deviation of the value's logarithm", label="sigma of log {}",
-                                  unit="")},
+                  "sigma": P.real(low=0.0, high=10.0, doc="standard deviation of the value's logarithm",
+                                  label="sigma of log {}", unit="")},
     "bernoulli": {"p": P.probability(doc="probability of the value 1", label="{}, P(1)")},
     "normal": {"mean": P.real(doc="the mean", label="mean {}"),
                "sigma": P.real(low=0.0, doc="the standard deviation", label="sd of {}")},
@@ -89,7 +90,7 @@ def parse_distribution(raw: Any, *, key: str, models: tuple[str, ...], source: s
     if isinstance(raw, (int, float)) and not isinstance(raw, bool) and "constant" in models:
         raw = {"model": "constant", "value": raw}
     if not isinstance(raw, Mapping):
-        raise InputError(f"got {raw!r}; expected a table {{ model = ... }} with model one of {models}",
+        raise InputError(f"got {P.bounded_repr(raw)}; expected a table {{ model = ... }} with model one of {models}",
                          source=source, key=key)
     raw = dict(raw)
     model = raw.pop("model", None)

@@ -72,6 +72,15 @@ def column(label: str, unit: str = "", doc: str = "") -> Field:
     return Field("a result column (not a scenario key)", lambda v: None, None, doc, label, unit)
 
 
+#: Largest magnitude of a real key that declares no bound of its own, and the smallest value of one that
+#: must be > 0: a product or a quotient of a few such numbers stays finite in double precision (a rate of
+#: 1e300 times a horizon, an epsilon of 5e-324 inverted, overflowed into inf and a traceback before).
+MAX_REAL = 1e12
+MIN_POSITIVE = 1e-12
+#: Largest integer key that declares no bound of its own (it fits the engine's 32-bit arrays)
+MAX_INT = 2**31 - 1
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -88,9 +97,19 @@ def real(
     label: str = "",
     unit: str | None = None,
 ) -> Field:
-    """A real number in ``[low, high]`` (ends open when asked); ``inf`` only when allowed."""
-    lo = "" if low is None else ("> " if low_open else ">= ") + f"{low:g}"
-    hi = "" if high is None else ("< " if high_open else "<= ") + f"{high:g}"
+    """A real number in ``[low, high]`` (ends open when asked); ``inf`` only when allowed.
+
+    Without ``high`` the bound is :data:`MAX_REAL` (and ``-MAX_REAL`` without ``low``); a key that must be
+    ``> 0`` (``low = 0``, open) is at least :data:`MIN_POSITIVE`: every value accepted is one the formulas
+    using it can honour. ``high = inf`` lifts the upper bound (for limits that may be lifted).
+    """
+    positive = low == 0.0 and low_open
+    if positive:
+        low, low_open = MIN_POSITIVE, False
+    high = MAX_REAL if high is None else high
+    low = -MAX_REAL if low is None else low
+    lo = f"> 0 (at least {low:g})" if positive else ("> " if low_open else ">= ") + f"{low:g}"
+    hi = "" if math.isinf(high) else ("< " if high_open else "<= ") + f"{high:g}"
     bounds = " and ".join(part for part in (lo, hi) if part)
     accepts = "a number" + (f" {bounds}" if bounds else "") + (" (inf allowed)" if allow_inf else "")
 
@@ -100,16 +119,12 @@ def real(
         value = float(value)
         if math.isinf(value):
             return value if allow_inf and value > 0 else None
-        if low is not None and (value < low or (low_open and value == low)):
-            return None
-        if high is not None and (value > high or (high_open and value == high)):
+        if value < low or (low_open and value == low) or value > high or (high_open and value == high):
             return None
         return value
 
-    schema: dict[str, Any] = {"type": "number"}
-    if low is not None:
-        schema["exclusiveMinimum" if low_open else "minimum"] = low
-    if high is not None and not allow_inf:  # JSON has no inf: with inf allowed, the upper bound is left to netsim
+    schema: dict[str, Any] = {"type": "number", "exclusiveMinimum" if low_open else "minimum": low}
+    if not math.isinf(high) and not allow_inf:  # JSON has no inf: with inf allowed, the upper bound is left to netsim
         schema["exclusiveMaximum" if high_open else "maximum"] = high
     return Field(accepts, parse, default, doc, label, unit, schema)
 
@@ -121,7 +136,8 @@ def probability(default: Any = REQUIRED, *, doc: str = "", label: str = "") -> F
 
 def integer(default: Any = REQUIRED, *, low: int | None = None, high: int | None = None, doc: str = "",
             label: str = "", unit: str | None = "") -> Field:
-    """An integer in ``[low, high]``."""
+    """An integer in ``[low, high]`` (without ``high``: at most :data:`MAX_INT`)."""
+    high = MAX_INT if high is None else high
     parts = (f">= {low}" if low is not None else "", f"<= {high}" if high is not None else "")
     bounds = " and ".join(p for p in parts if p)
     accepts = "an integer" + (f" {bounds}" if bounds else "")
@@ -133,7 +149,7 @@ def integer(default: Any = REQUIRED, *, low: int | None = None, high: int | None
             value = int(value)
         if not isinstance(value, int):
             return None
-        if (low is not None and value < low) or (high is not None and value > high):
+        if (low is not None and value < low) or value > high:
             return None
         return value
 

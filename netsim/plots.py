@@ -16,7 +16,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from netsim.results import atomic_write, read_table
+from netsim import files
+from netsim.results import read_table
 
 
 @contextmanager
@@ -67,13 +68,10 @@ def _band_plot(series: pd.DataFrame, column: str, ylabel: str, title: str) -> by
 def write_figures(folder: Path, series: pd.DataFrame, title: str) -> list[Path]:
     """Draw ``regret.png`` and, when any link was built, ``communication.png`` of ``series`` into ``folder``."""
     written = []
-    path = folder / "regret.png"
-    atomic_write(path, _band_plot(series, "group_regret", "group pseudo-regret", title))
-    written.append(path)
+    written.append(files.write(folder, "regret.png", _band_plot(series, "group_regret", "group pseudo-regret", title)))
     if series["comm_cost"].max() > 0:
-        path = folder / "communication.png"
-        atomic_write(path, _band_plot(series, "comm_cost", "communication cost C(t) (li2022 Eq. 2)", title))
-        written.append(path)
+        written.append(files.write(folder, "communication.png",
+                                   _band_plot(series, "comm_cost", "communication cost C(t) (li2022 Eq. 2)", title)))
     return written
 
 

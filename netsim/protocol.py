@@ -14,7 +14,8 @@ Subclasses declare:
 * ``requires_connected``: every component of the agent graph must be connected;
 * ``servers``: number of server nodes the protocol needs (``None``: any);
 * ``bandit_kinds``: accepted ``[bandit] kind`` values (``None``: any);
-* optionally ``check(scenario)`` for further cross-section checks;
+* optionally ``check(scenario)`` for further cross-section checks, and ``work(scenario, ...)``, the
+  estimated events and memory of a trial when they are not one action per agent and link per slot;
 * ``crash_states``: the ``[faults] state`` values (``"kept"``, ``"lost"``) whose crashes it handles
   (empty: scenarios with node crashes are refused when loaded);
 * ``unsupported_faults``: names among ``link_down``, ``crash``, ``duplication``, ``reorder`` it
@@ -89,6 +90,17 @@ class Protocol:
     @classmethod
     def check_network(cls, scenario: Scenario, network: Network) -> None:
         """Like :meth:`check`, with trial 0's built network (its ``agent_graph``); called when the scenario loads."""
+
+    @classmethod
+    def work(cls, scenario: Scenario, *, slots: float, links: float) -> tuple[float, float]:
+        """Estimated events and bytes of one trial of ``scenario`` (:mod:`netsim.budget` adds the engine's own).
+
+        The default: every agent acts and every one of the ``links`` may carry a message at each of the
+        ``slots`` clock ticks before the horizon, and nothing beyond the engine's arrays is kept. A
+        protocol with other drivers (a gossip rate, ``d x d`` statistics per agent, a run that ends by
+        itself before the horizon) overrides it.
+        """
+        return slots * (scenario.network["agents"] + links), 0.0
 
     def start(self) -> None:
         """Subscribe to messages and schedule clocks; called once at time 0."""

@@ -140,7 +140,9 @@ def load_plugin(path: str | os.PathLike[str], *, origin: str = "--plugin") -> Mo
         message gives the line); the registries are then left as they were.
     """
     load_plugins()
-    resolved = Path(path).expanduser().resolve()
+    from netsim.files import absolute
+
+    resolved = absolute(Path.cwd(), path, where=origin)
     key = str(resolved)
     if key in _files:
         return _files[key]

@@ -11,15 +11,10 @@ tables for any number of jobs.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import platform
-import signal
 import subprocess
 import sys
-import tempfile
-import threading
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -27,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netsim import files
 from netsim.errors import InputError
 from netsim.scenario import Scenario
 from netsim.sim import TrialResult
@@ -81,50 +77,10 @@ def timings_table(results: Sequence[TrialResult]) -> pd.DataFrame:
     return pd.DataFrame({"trial": [r.row["trial"] for r in results], "wall_s": [r.wall_s for r in results]})
 
 
-def _stage(folder: Path, name: str, data: bytes) -> str:
-    """Write ``data`` to a new temporary file in ``folder`` (unpredictable name, created exclusively by
-    ``mkstemp``) with the permissions the user's umask gives a new file; returns its path."""
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            os.fchmod(handle.fileno(), 0o666 & ~current_umask())
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return tmp
-
-
-def current_umask() -> int:
-    """The process umask.
-
-    Read from ``/proc/self/status`` where there is one (Linux): setting the umask to read it back
-    leaves a window in which another thread of the process (a Dask client's, a progress bar's) would
-    create files readable and writable by everyone. Elsewhere it is set and restored.
-    """
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = str(path.parent / f".{path.name}.missing")
-    try:
-        tmp = _stage(path.parent, path.name, data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``data`` to the file ``path`` the user named (a regular file or none, replaced atomically;
+    :func:`netsim.files.write` with ``path``'s folder as the output folder)."""
+    files.write(path.parent, path.name, data, record=False)
 
 
 def _table_bytes(frame: pd.DataFrame, fmt: str) -> bytes:
@@ -196,43 +152,11 @@ def write_results(
     """Write every result file of a run into ``out`` as one unit; return name → path.
 
     All files are first rendered to temporary files; they are then renamed into place with
-    Ctrl-C held back, so an interruption leaves either the complete new set or the old files.
+    Ctrl-C held back, so an interruption leaves either the complete new set or the old files
+    (:func:`netsim.files.write_together`).
     """
     meta = run_meta(scenario, results, started=started, finished=finished, argv=argv)
-    return write_together(out, file_contents(run_tables(results), meta, fmt))
-
-
-def write_together(out: Path, contents: dict[str, bytes]) -> dict[str, Path]:
-    """Write ``name → bytes`` into ``out``: stage every file, then rename them all with SIGINT deferred."""
-    out.mkdir(parents=True, exist_ok=True)
-    staged: dict[str, str] = {}
-    try:
-        for name, data in contents.items():
-            staged[name] = _stage(out, name, data)
-        with _sigint_deferred():
-            for name, tmp in staged.items():
-                os.replace(tmp, out / name)
-    finally:
-        for tmp in staged.values():
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return {name: out / name for name in contents}
-
-
-@contextlib.contextmanager
-def _sigint_deferred():
-    """Hold back Ctrl-C (main thread only) and re-raise it when the block is done."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt
+    return files.write_together(out, file_contents(run_tables(results), meta, fmt))
 
 
 def _json_default(value: Any) -> Any:
@@ -244,13 +168,20 @@ def _json_default(value: Any) -> Any:
 
 
 def read_table(folder: Path, name: str) -> pd.DataFrame:
-    """Read ``name`` (without extension) from a results folder, CSV or Parquet."""
-    csv, parquet = folder / f"{name}.csv", folder / f"{name}.parquet"
-    if csv.is_file():
-        return pd.read_csv(csv)
-    if parquet.is_file():
-        return pd.read_parquet(parquet)
-    raise FileNotFoundError(csv)
+    """Read ``name`` (without extension) from a results folder, CSV or Parquet (a table that does not parse
+    is one InputError naming it; a missing one is FileNotFoundError)."""
+    import io
+
+    for fmt, reader in (("csv", pd.read_csv), ("parquet", pd.read_parquet)):
+        path = folder / f"{name}.{fmt}"
+        if path.is_file():
+            data = files.read_bytes(path, what="results table")
+            try:
+                return reader(io.BytesIO(data))
+            except (ValueError, OSError) as exc:  # pandas' and pyarrow's parse errors are ValueErrors
+                raise InputError(f"results table {str(path)!r} does not parse as {fmt} ({type(exc).__name__}); "
+                                 "accepted: a table written by netsim") from None
+    raise FileNotFoundError(folder / f"{name}.csv")
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:

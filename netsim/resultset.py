@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from netsim import files
 from netsim import results as R
 from netsim.errors import InputError
 
@@ -49,8 +50,27 @@ YLABELS = {"group_regret": "group pseudo-regret", "mean_agent_regret": "per-agen
            "comm_cost": "communication cost C(t) (li2022 Eq. 2)"}
 
 
+def _is_figure(relative: str, *, study: bool) -> bool:
+    """A figure (or a study's report) that a save draws: what an earlier save's figures are called."""
+    top = "/" not in relative and relative.endswith(".png") and relative.startswith(("regret", "communication"))
+    drawn = relative == "report.html" or (relative.startswith("figures/") and relative.count("/") == 1)
+    return top or (study and drawn)
+
+
 class FiguresInterrupted(KeyboardInterrupt):
     """Ctrl-C while the figures were drawn: the tables of the folder (``args[0]``) are complete."""
+
+
+def read_meta(folder: Path) -> dict[str, Any]:
+    """``folder/meta.json`` as a dict (a file that is not a JSON object is one InputError naming it)."""
+    path = folder / "meta.json"
+    try:
+        meta = json.loads(files.read_text(path, what="results file", limit=files.MAX_DATA))
+    except (json.JSONDecodeError, RecursionError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise InputError(f"results file {str(path)!r} is not a JSON object; accepted: the meta.json netsim wrote")
+    return meta
 
 
 class Results:
@@ -128,13 +148,10 @@ class Results:
         folder = Path(folder)
         if folder.exists() and not folder.is_dir():
             raise InputError(f"results folder {str(folder)!r} exists and is not a folder")
-        written = R.write_together(folder, R.file_contents(self.tables(), self.meta, format))
-        stale = [*folder.glob("regret*.png"), *folder.glob("communication*.png")]
-        if self.kind == "study":
-            stale += [*folder.glob("figures/*.png"), *folder.glob("figures/*.svg"), *folder.glob("figures/*.csv"),
-                      *folder.glob("report.html")]
-        for path in stale:
-            path.unlink()  # figures of earlier tables never sit beside these (even if drawing is interrupted)
+        written = files.write_together(folder, R.file_contents(self.tables(), self.meta, format))
+        # figures of earlier tables never sit beside these (even if drawing is interrupted); only files that
+        # netsim's manifest lists are deleted, never one the user put there
+        files.remove_written(folder, lambda relative: _is_figure(relative, study=self.kind == "study"))
         if plots:
             try:
                 for path in self._figures(folder):
@@ -170,7 +187,7 @@ class Results:
                       "timeseries": R.read_table(folder, names["timeseries"])}
             if kind == "run" and any((folder / f"timings.{ext}").is_file() for ext in R.FORMATS):
                 tables["timings"] = R.read_table(folder, "timings")
-            meta = json.loads((folder / "meta.json").read_text()) if (folder / "meta.json").is_file() else {}
+            meta = read_meta(folder) if (folder / "meta.json").is_file() else {}
             columns = list(trials.columns)
             params = [c for c in columns[: columns.index("point")] if kind != "study" or c not in STUDY_FRONT] \
                 if "point" in columns else []

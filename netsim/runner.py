@@ -26,7 +26,7 @@ import sys
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, CancelledError, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -234,18 +234,22 @@ class DaskExecutor(Executor):
         if scheduler is None:
             # Worker processes inherit an ignored SIGINT, so Ctrl-C reaches only this process,
             # which then closes the cluster (instead of every worker printing a traceback).
+            # Loopback only, no dashboard: nothing of this throw-away cluster listens beyond this machine.
             with _sigint_ignored():
                 self.cluster = distributed.LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
-                                                        dashboard_address=":0", silence_logs=logging.ERROR)
-            self.client = distributed.Client(self.cluster)
+                                                        host="127.0.0.1", dashboard_address=None,
+                                                        silence_logs=logging.ERROR)
+            self.client = distributed.Client(self.cluster, deserializers=WIRE_DESERIALIZERS)
+            self.timeout = timeout
             return
+        self.timeout = timeout
         try:
-            self.client = distributed.Client(scheduler, timeout=timeout)
-        except (OSError, TimeoutError, ValueError) as exc:
+            self.client = distributed.Client(scheduler, timeout=timeout, deserializers=WIRE_DESERIALIZERS)
+        except (OSError, TimeoutError, ValueError, TypeError) as exc:  # TypeError: tls:// without a TLS setup
             detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise InputError(f"--scheduler {scheduler}: cannot reach a dask scheduler within {timeout:g} s "
                              f"({detail}); accepted: the address of a running scheduler, e.g. "
-                             "tcp://HOST:8786") from None
+                             "tcp://HOST:8786, or for tls:// the certificates of docs/cluster.md, Security") from None
         try:
             self._check_cluster(timeout)
         except BaseException:
@@ -298,19 +302,19 @@ class DaskExecutor(Executor):
         futures = self.client.map(_fingerprinted_call, [fn] * len(items), items, [plugins] * len(items), pure=False)
         index_of = {future.key: index for index, future in enumerate(futures)}
         try:
-            for future in distributed.as_completed(futures):
-                if future.status == "error":
-                    future.result()  # the unit's own exception, as it was raised on the worker
+            for future in self._completed(distributed.as_completed(futures), where):
                 try:
-                    found, worker, result = future.result()
-                except (CancelledError, OSError, TimeoutError) as exc:
-                    raise InputError(f"{where}: lost the dask cluster ({_first_line(exc)}); accepted: a cluster "
-                                     "that stays up (finished units are kept: rerun to continue)") from None
+                    found, worker, wire = future.result()
+                except Exception as exc:  # noqa: BLE001 - dask's own failure (a unit's travels in the reply)
+                    raise InputError(f"{where}: lost the dask cluster or a task failed there ({_first_line(exc)}); "
+                                     "accepted: a cluster that stays up (finished units are kept: rerun to "
+                                     "continue)") from None
                 if found != expected:
                     raise InputError(f"{where}: worker {worker} returned a result computed with different code "
                                      f"({_difference(found, expected)}); its results are refused; accepted: the same "
                                      "netsim, plug-in files and dependency versions on every worker (finished "
                                      "units are kept: rerun to continue)")
+                result = _from_wire(wire)
                 yield index_of[future.key], result
                 future.release()
         finally:
@@ -318,6 +322,27 @@ class DaskExecutor(Executor):
             if pending:
                 with contextlib.suppress(Exception):  # the cluster may be gone already
                     self.client.cancel(pending)
+
+    def _completed(self, finished: Any, where: str) -> Iterator[Any]:
+        """The futures of ``finished`` (a dask ``as_completed``) as they complete; an InputError once the
+        cluster has had no live worker for ``timeout`` seconds (dask itself would wait for ever)."""
+        import time
+
+        alone_since = None
+        while not finished.is_empty():
+            batch = finished.next_batch(block=False)
+            if batch:
+                alone_since = None
+                yield from batch
+                continue
+            time.sleep(PROGRESS_POLL)
+            if self.client.nthreads():
+                alone_since = None
+            elif alone_since is None:
+                alone_since = time.monotonic()
+            elif time.monotonic() - alone_since >= self.timeout:
+                raise InputError(f"{where}: no live dask worker for {self.timeout:g} s (--scheduler-timeout); "
+                                 "accepted: a cluster with workers (finished units are kept: rerun to continue)")
 
     def close(self) -> None:
         client, self.client = getattr(self, "client", None), None
@@ -333,8 +358,13 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
-def _fingerprinted_call(fn: Callable[[Any], Any], item: Any, plugins: Sequence[str]) -> tuple[dict[str, str], str, Any]:
-    """On a worker: ``fn(item)`` with the fingerprint of this process's code and its address."""
+#: What the client deserializes of a reply: msgpack (plain data), never pickle (see docs/cluster.md, "Trust").
+WIRE_DESERIALIZERS = ("msgpack", "error")
+
+
+def _fingerprinted_call(fn: Callable[[Any], Any], item: Any, plugins: Sequence[str]) -> tuple[dict[str, str], str, str]:
+    """On a worker: ``fn(item)`` as JSON text (:func:`_to_wire`), with the fingerprint of this process's code
+    and its address; an exception travels as its type name and message."""
     found = code_fingerprint(tuple(plugins))
     try:
         from distributed import get_worker
@@ -342,7 +372,40 @@ def _fingerprinted_call(fn: Callable[[Any], Any], item: Any, plugins: Sequence[s
         worker = get_worker().address
     except (ImportError, ValueError):
         worker = f"pid {os.getpid()}"
-    return found, worker, fn(item)
+    try:
+        return found, worker, _to_wire(fn(item))
+    except Exception as exc:  # noqa: BLE001 - re-raised on the client from its text (_from_wire)
+        return found, worker, _to_wire(exc)
+
+
+def _to_wire(value: Any) -> str:
+    """``value`` (a :class:`TrialResult`, an exception or JSON data) as JSON text: what a dask reply carries, so
+    that the client decodes it with ``json``, not ``pickle``."""
+    from netsim.sweeps.store import canonical, encode_trial
+
+    if isinstance(value, TrialResult):
+        return canonical({"trial": encode_trial(value)})
+    if isinstance(value, BaseException):
+        return canonical({"error": [type(value).__name__, str(value)]})
+    return canonical({"value": value})
+
+
+def _from_wire(text: Any) -> Any:
+    """The value :func:`_to_wire` encoded; a unit's exception is raised again (an InputError as such)."""
+    import json
+
+    from netsim.sweeps.store import decode_result
+
+    data = json.loads(text) if isinstance(text, str) else None
+    if not isinstance(data, dict):
+        raise InputError("a dask worker returned something other than netsim's JSON reply; accepted: workers "
+                         "running this netsim")
+    if "trial" in data:
+        return decode_result(data["trial"])
+    if "error" in data:
+        kind, message = data["error"]
+        raise InputError(message) if kind == "InputError" else RuntimeError(f"on a dask worker: {kind}: {message}")
+    return data["value"]
 
 
 def _difference(found: dict[str, str], expected: dict[str, str]) -> str:

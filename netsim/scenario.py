@@ -8,12 +8,11 @@ an :class:`~netsim.errors.InputError` naming the file, the dotted key and what i
 from __future__ import annotations
 
 import copy
+import importlib.resources
 import math
-import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import networkx as nx
 import numpy as np
 import simpy
 
+from netsim import budget, files
 from netsim import faults as F
 from netsim import params as P
 from netsim.distributions import DELAY_MODELS, REPORT_MODELS, distribution_field, parse_distribution
@@ -106,8 +106,8 @@ CLOCK = {
 }
 RUN = {
     "horizon": P.real(1000.0, low=0.0, low_open=True, doc="simulated time T", label="horizon T", unit="slots"),
-    "trials": P.integer(1, low=1, doc="independent repetitions", label="trials"),
-    "seed": P.integer(1, low=0, doc="root of the run's SeedSequence", label="seed"),
+    "trials": P.integer(1, low=1, high=budget.MAX_TRIALS, doc="independent repetitions", label="trials"),
+    "seed": P.integer(1, low=0, high=2**63 - 1, doc="root of the run's SeedSequence", label="seed"),
     "checkpoints": P.integer(100, low=1, doc="points of the regret time series", label="checkpoints"),
     "watchdog": P.real(0.0, low=0.0, allow_inf=True,
                        doc="end a trial as failed after this much simulated time without a pull or a delivery "
@@ -115,10 +115,17 @@ RUN = {
     "wall_budget": P.real(0.0, low=0.0, allow_inf=True,
                           doc="end a trial as failed after this many wall-clock seconds (0 or inf = off)",
                           label="wall-clock budget", unit="s"),
+    "max_events": P.real(budget.MAX_EVENTS, low=1.0, high=math.inf, allow_inf=True,
+                         doc="refuse the scenario when a trial's estimated events exceed this (netsim.budget; inf = "
+                             "no limit)", label="event limit", unit="events"),
+    "max_memory": P.real(budget.MAX_MEMORY, low=1.0, high=math.inf, allow_inf=True,
+                         doc="refuse the scenario when a trial's estimated memory in bytes exceeds this (inf = no "
+                             "limit)", label="memory limit", unit="bytes"),
 }
 # Keys added after the first release: written by as_dict only when set, so that the resolved form
 # (and the sweep unit ids hashed from it) of older scenarios does not change.
-OPTIONAL_RUN = {"watchdog": 0.0, "wall_budget": 0.0}
+OPTIONAL_RUN = {"watchdog": 0.0, "wall_budget": 0.0, "max_events": budget.MAX_EVENTS,
+                "max_memory": budget.MAX_MEMORY}
 
 
 @dataclass(frozen=True)
@@ -199,7 +206,7 @@ def bundled_dirs() -> list[Path]:
     """Folders of bundled scenarios announced by plug-ins (``netsim.scenarios`` entry points)."""
     dirs = []
     for ep in entry_points(group=SCENARIO_GROUP):
-        dirs.append(Path(str(files(ep.value))))
+        dirs.append(Path(str(importlib.resources.files(ep.value))))
     return dirs
 
 
@@ -215,10 +222,11 @@ def bundled() -> dict[str, Path]:
 def locate(name_or_path: str | None) -> Path:
     """A scenario file from a path or a bundled name (``None``: the quickstart)."""
     name = name_or_path or DEFAULT_SCENARIO
+    files.check_path(name, where="scenario")
     path = Path(name)
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
-            raise InputError(f"scenario file {name!r} not found", key=None)
+            raise InputError(f"scenario file {P.bounded_repr(name, 200)} not found", key=None)
         return path
     known = bundled()
     if name in known:
@@ -227,7 +235,7 @@ def locate(name_or_path: str | None) -> Path:
 
     close = difflib.get_close_matches(name, list(known), n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
-    raise InputError(f"no scenario file or bundled scenario named {name!r}{hint}; see 'netsim list'")
+    raise InputError(f"no scenario file or bundled scenario named {P.bounded_repr(name, 200)}{hint}; see 'netsim list'")
 
 
 # ---------------------------------------------------------------------- overrides
@@ -240,8 +248,10 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not key or any(not part for part in key.split(".")):
         raise InputError(f"--set {text!r}: expected KEY=VALUE with a dotted KEY, e.g. network.agents=20")
     try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+        value = files.parse_toml(f"v = {raw}")["v"]
+    except InputError as exc:  # not a TOML value: the text itself, unless it nests too deep to read
+        if "nested" in exc.detail:
+            raise InputError(f"--set {key}: {exc.detail}") from None
         value = raw
     return key.split("."), value
 
@@ -340,12 +350,7 @@ def load(name_or_path: str | Path | Scenario | None = None, overrides: Overrides
         except InputError as exc:
             raise exc.located(base.path) if base.path else exc from None
     path = locate(None if name_or_path is None else str(name_or_path))
-    try:
-        document = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"TOML syntax error: {exc}", source=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", source=str(path)) from None
+    document = files.read_toml(path, what="scenario file")
     try:
         document = apply_overrides(document, overrides or [])
         document.setdefault("name", path.stem)
@@ -358,6 +363,9 @@ def from_dict(document: Mapping[str, Any], *, base_dir: Path | None = None, path
     """Validate a scenario given as a nested dict (as parsed from TOML)."""
     source = path or None
     doc = P.validate(document, TOP, source=source)
+    if not doc["name"].isprintable():  # it names the default results folder and every table row
+        raise InputError(f"got {P.bounded_repr(doc['name'])}; expected printable text (no control character)",
+                         source=source, key="name")
     base = base_dir or Path.cwd()
 
     bandit_kind = doc["bandit"].get("kind", "bernoulli")
@@ -365,7 +373,7 @@ def from_dict(document: Mapping[str, Any], *, base_dir: Path | None = None, path
     bandit = P.validate({k: v for k, v in doc["bandit"].items() if k != "kind"}, bandit_cls.fields,
                         where="bandit", source=source)
     if "file" in bandit:
-        bandit["file"] = str((base / bandit["file"]).resolve())
+        bandit["file"] = str(files.absolute(base, bandit["file"], where="bandit.file"))
     bandit_cls.check(bandit, source)
     bandit = {"kind": bandit_kind, **bandit}
 
@@ -378,6 +386,7 @@ def from_dict(document: Mapping[str, Any], *, base_dir: Path | None = None, path
         raw_network = {**raw_network, "servers": protocol_cls.servers}
     network = _validate_network(raw_network, base, source)
     _check_bandit_size(bandit, agents=network["agents"], source=source)
+    bandit_cls.check_agents(bandit, network["agents"], source)  # data files are read and checked now
 
     protocol = P.validate({k: v for k, v in doc["protocol"].items() if k != "name"}, protocol_cls.fields,
                           where="protocol", source=source)
@@ -413,7 +422,7 @@ def _validate_network(raw: Mapping[str, Any], base: Path, source: str | None) ->
     fields = {**NETWORK, **topology.fields}
     network = P.validate(raw, fields, where="network", source=source)
     if "file" in network:
-        network["file"] = str((base / network["file"]).resolve())
+        network["file"] = str(files.absolute(base, network["file"], where="network.file"))
     network["cost"] = P.validate(network["cost"], COST, where="network.cost", source=source)
     network["delay"] = parse_distribution(network["delay"], key="network.delay", models=DELAY_MODELS,
                                           source=source).as_table()
@@ -472,6 +481,7 @@ def _check_protocol_fit(scenario: Scenario, protocol_cls: Any, source: str | Non
         check_network_keys(scenario, protocol_cls)
         check_adversary(scenario, protocol_cls)
         protocol_cls.check(scenario)
+        budget.check(scenario, protocol_cls)  # before anything is built: a graph or a trial it cannot afford
         # A dry build of trial 0's network catches disconnected graphs and bad topology keys now.
         network = build_network(scenario, simpy.Environment(), Streams(trial_sequence(scenario.run["seed"], 0)))
         protocol_cls.check_network(scenario, network)
@@ -499,6 +509,7 @@ def check_trial_graphs(scenario: Scenario, trials: Iterator[int] | Sequence[int]
     named = scenario.network["links"] or (F.kinds(scenario.faults) and scenario.faults["links"])
     if not named and not (protocol_cls.requires_connected and topology.may_disconnect):
         return
+    budget.check_graphs(scenario)
     for trial in trials:
         streams = Streams(trial_sequence(scenario.run["seed"], trial, point))
         try:

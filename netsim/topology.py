@@ -16,6 +16,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from netsim import files
 from netsim import params as P
 from netsim.errors import InputError
 from netsim.registry import topologies
@@ -155,22 +156,17 @@ def _watts_strogatz(n, p, rng):
 )
 def _edgelist(n, p, rng):
     path = Path(p["file"])
-    if not path.is_file():
-        raise InputError(f"edge-list file {str(path)!r} not found; accepted: an existing file", key="network.file")
     graph = nx.empty_graph(n)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"edge-list file {path.name!r} cannot be read as text ({type(exc).__name__}); accepted: a "
-                         "text file of 'u v' lines", key="network.file") from None
+    text = files.read_text(path, what="edge-list file", key="network.file")
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         parts = line.split()
-        if len(parts) < 2 or not all(x.isdigit() for x in parts[:2]) or max(int(parts[0]), int(parts[1])) >= n:
+        # ASCII digits only: str.isdigit() also takes superscripts such as '²', which int() refuses
+        if len(parts) < 2 or not all(x.isascii() and x.isdigit() for x in parts[:2]) or max(map(int, parts[:2])) >= n:
             raise InputError(  # the line itself is not echoed: the file may be anything readable
-                f"line {lineno} of {path.name} is not an edge; accepted: two agent ids in 0..{n - 1}",
+                f"line {lineno} of {P.bounded_repr(path.name)} is not an edge; accepted: two agent ids in 0..{n - 1}",
                 key="network.file")
         graph.add_edge(int(parts[0]), int(parts[1]))
     return graph

@@ -1,22 +1,10 @@
-"""benchmarks/fuzz.py's classification (issue 18): a refusal counts only when it is one error line, exit 2."""
+"""benchmarks/fuzz.py's classification (issues 18, 27): a refusal counts only when it is one error line, exit 2."""
 
 from __future__ import annotations
-
-import subprocess
 
 import pytest
 
 from benchmarks import fuzz
-
-
-def classify(monkeypatch, tmp_path, code: int | None, err: str) -> str:
-    def fake(argv, **kwargs):
-        if code is None:
-            raise subprocess.TimeoutExpired(argv, kwargs.get("timeout"))
-        return subprocess.CompletedProcess(argv, code, "", err)
-
-    monkeypatch.setattr(fuzz.subprocess, "run", fake)
-    return fuzz.classify(["show", "quickstart"], tmp_path, 5.0)[0]
 
 
 @pytest.mark.parametrize("code,err,kind", [
@@ -28,7 +16,15 @@ def classify(monkeypatch, tmp_path, code: int | None, err: str) -> str:
     (2, "some warning\nnetsim: error: x\n", "untidy refusal"),
     (1, "Traceback (most recent call last):\n  File ...\nValueError: math domain error\n", "traceback"),
     (2, "Traceback (most recent call last):\nnetsim: error: x\n", "traceback"),
+    (1, "Traceback (most recent call last):\n  File ...\nMemoryError\n", "blow-up"),
+    (-9, "", "blow-up"),
     (None, "", "hang"),
 ])
-def test_classification(monkeypatch, tmp_path, code, err, kind):
-    assert classify(monkeypatch, tmp_path, code, err) == kind
+def test_classification(code, err, kind):
+    assert fuzz.judge(code, err)[0] == kind
+
+
+def test_caps_keep_a_run_short_and_inside_its_folder(tmp_path):
+    argv = fuzz.capped(["run", "quickstart"], tmp_path)
+    assert argv[argv.index("--out") + 1] == str(tmp_path / "out") and "run.wall_budget=5" in argv
+    assert fuzz.capped(["plot", "OUT"], tmp_path) == ["plot", str(tmp_path / "out")]

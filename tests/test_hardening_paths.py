@@ -19,7 +19,6 @@ import pytest
 
 from netsim import sweeps as W
 from netsim.cli import main
-from netsim.results import current_umask
 
 QUICK = ["--set", "run.horizon=40", "--set", "run.checkpoints=2", "--quiet"]
 
@@ -83,14 +82,6 @@ def test_every_file_follows_the_umask(tmp_path):
     assert {name.split("/")[0] for name in modes} == {"run", "sweep", "trace"}
     assert any(name.startswith("sweep/units/") for name in modes) and any(name.endswith(".png") for name in modes)
     assert set(modes.values()) == {0o640}, modes
-
-
-def test_current_umask_reads_the_umask_without_changing_it():
-    previous = os.umask(0o077)
-    try:
-        assert current_umask() == 0o077 and os.umask(0o077) == 0o077
-    finally:
-        os.umask(previous)
 
 
 def test_a_symlink_at_the_lock_is_refused_not_followed(tmp_path, capsys):

@@ -196,7 +196,7 @@ def test_store_round_trip_and_damaged_files(tmp_path):
         path.write_bytes(damaged)
         assert store.get(planned.id) is None
     path.write_bytes(good)
-    (store.folder / f".{planned.id}.123.tmp").write_bytes(good[:10])
+    (store.folder / f".{planned.id}.json.0123456789abcdef.tmp").write_bytes(good[:10])  # a killed writer's staging file
     assert store.ids() == {planned.id}
     assert store.clean() == 1 and not list(store.folder.glob(".*"))
 

@@ -132,7 +132,7 @@ def test_missing_file_is_a_clear_input_error(tmp_path):
 def test_wrong_schema_and_bad_labels_are_rejected(tmp_path):
     bad = write(tmp_path / "x.csv", [encounter(0, "NO")], columns=[c for c in COLUMNS if c != "insulin"])
     with pytest.raises(InputError, match="insulin"):
-        D.check_header(bad)
+        D.hospitals(bad, 1, "order", 0)
     odd = write(tmp_path / "y.csv", [encounter(0, "maybe")])
     with pytest.raises(InputError, match="readmitted"):
         D.hospitals(odd, 1, "order", 0)

@@ -37,6 +37,16 @@ class BanditEnvironment:
     fields: ClassVar[Mapping[str, P.Field]] = {}
     uniforms_per_pull: ClassVar[int] = 1
 
+    @classmethod
+    def check(cls, options: Mapping[str, Any], source: str | None = None) -> None:
+        """Refuse, with an :class:`~netsim.errors.InputError`, options this kind cannot run (called when the
+        scenario is loaded, after each key was validated on its own). The default accepts them."""
+
+    @classmethod
+    def check_agents(cls, options: Mapping[str, Any], num_agents: int, source: str | None = None) -> None:
+        """Refuse options that cannot serve ``num_agents`` agents (a data file holding another number), when
+        the scenario is loaded, before any trial. The default accepts them."""
+
     def __init__(self, options: Mapping[str, Any], num_agents: int, streams: Streams):
         self.options = dict(options)
         self.num_agents = num_agents

@@ -39,12 +39,14 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from netsim import files
 from netsim import params as P
 from netsim.bandits.tabular import TabularBandit
 from netsim.errors import InputError
@@ -93,41 +95,42 @@ def arm_of(row: Mapping[str, str]) -> int | None:
     return groups.pop()
 
 
-def check_header(path: Path) -> None:
-    """Raise InputError unless ``path`` is a CSV with the diabetic_data.csv columns we need."""
-    if not path.is_file():
-        raise InputError(f"data file {str(path)!r} not found; accepted: a copy of the UCI diabetic_data.csv",
-                         key="bandit.file")
-    with path.open(newline="") as handle:
-        header = next(csv.reader(handle), [])
-    missing = [c for c in REQUIRED if c not in header]
-    if missing:
-        raise InputError(f"{path.name} lacks column(s) {missing}; accepted: the UCI diabetic_data.csv schema",
-                         key="bandit.file")
-
-
 @functools.lru_cache(maxsize=4)
-def _encounters(path: str, stamp: tuple[float, int]) -> tuple[np.ndarray, np.ndarray]:
-    """(arm, reward) of every kept row in file order (cached per file version)."""
+def _encounters(path: str, stamp: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(arm, reward) of every kept row in file order (cached per file version). Every problem is one
+    InputError naming the file and line, never quoting its contents."""
+    name = repr(Path(path).name)
+    text = files.read_text(path, what="data file", key="bandit.file")
     arms, rewards = [], []
-    with open(path, newline="") as handle:
-        for line, row in enumerate(csv.DictReader(handle), 2):
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"data file {name} lacks column(s) {missing}; accepted: the UCI diabetic_data.csv "
+                             "schema", key="bandit.file")
+        for row in reader:
+            if None in row or any(value is None for value in row.values()):
+                raise InputError(f"line {reader.line_num} of data file {name} has another number of fields than "
+                                 "its header; accepted: the UCI diabetic_data.csv schema", key="bandit.file")
             arm = arm_of(row)
             if arm is None:
                 continue
             label = row["readmitted"].strip()
             if label not in REWARDS:
-                raise InputError(f"line {line} of {Path(path).name}: readmitted = {label!r}; accepted: "
-                                 f"{', '.join(REWARDS)}", key="bandit.file")
+                raise InputError(f"line {reader.line_num} of data file {name}: readmitted is none of "
+                                 f"{', '.join(REWARDS)}; accepted: one of them", key="bandit.file")
             arms.append(arm)
             rewards.append(REWARDS[label])
+    except csv.Error:
+        raise InputError(f"line {reader.line_num} of data file {name} is not CSV (a NUL byte, an unclosed quote "
+                         "or a field over 128 kB); accepted: the UCI diabetic_data.csv", key="bandit.file") from None
     return np.array(arms, dtype=np.int64), np.array(rewards)
 
 
 def hospitals(path: Path, num_hospitals: int, split: str, seed: int) -> tuple[list, list, dict]:
     """Split the kept encounters into hospitals: (hospital labels, arm labels, groups)."""
-    stat = path.stat()
-    arms, rewards = _encounters(str(path), (stat.st_mtime, stat.st_size))
+    stat = path.stat() if path.is_file() else None
+    arms, rewards = _encounters(str(path), (stat.st_mtime_ns, stat.st_size) if stat else (0, 0))
     order = np.arange(len(arms))
     if split == "random":
         order = np.random.default_rng(seed).permutation(len(arms))
@@ -158,13 +161,5 @@ class DiabetesBandit(TabularBandit):
     }
 
     @classmethod
-    def check(cls, options: Mapping[str, Any], source: str | None = None) -> None:
-        try:
-            check_header(Path(options["file"]))
-        except InputError as exc:
-            raise exc.located(source) if source else exc from None
-
-    def _load(self, options: Mapping[str, Any], num_agents: int) -> tuple[list, list, dict]:
-        path = Path(options["file"])
-        check_header(path)
-        return hospitals(path, num_agents, options["split"], options["split_seed"])
+    def _load(cls, options: Mapping[str, Any], num_agents: int) -> tuple[list, list, dict]:
+        return hospitals(Path(options["file"]), num_agents, options["split"], options["split_seed"])

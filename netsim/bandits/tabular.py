@@ -11,12 +11,17 @@ agent's reward stream.
 from __future__ import annotations
 
 import csv
+import functools
+import io
+import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from netsim import files
 from netsim import params as P
 from netsim.bandits.base import BanditEnvironment
 from netsim.errors import InputError
@@ -25,23 +30,54 @@ from netsim.streams import Streams
 
 
 def read_table(path: Path, agent_column: str, arm_column: str, reward_column: str) -> tuple[list, list, dict]:
-    """Rows of the CSV grouped by (agent label, arm label) → array of rewards."""
-    if not path.is_file():
-        raise InputError(f"data file {str(path)!r} not found; accepted: an existing CSV file", key="bandit.file")
-    groups: dict[tuple[str, str], list[float]] = {}
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = {agent_column, arm_column, reward_column} - set(reader.fieldnames or [])
+    """Rows of the CSV grouped by (agent label, arm label) → array of rewards (read once per file version).
+
+    Every problem is one :class:`~netsim.errors.InputError` naming the file, the line and the column, never
+    quoting the file's contents (``file`` may name any file the user can read).
+    """
+    info = os.stat(path) if os.path.isfile(path) else None
+    stamp = (info.st_mtime_ns, info.st_size) if info else None
+    return _read_table(str(path), stamp, agent_column, arm_column, reward_column)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_table(path: str, stamp: tuple[int, int] | None, agent_column: str, arm_column: str,
+                reward_column: str) -> tuple[list, list, dict]:
+    text = files.read_text(path, what="data file", key="bandit.file")
+    name = P.bounded_repr(Path(path).name)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, [])
+        columns = [agent_column, arm_column, reward_column]
+        missing = [c for c in columns if c not in header]
         if missing:
-            raise InputError(f"{path.name} lacks column(s) {sorted(missing)}; found {reader.fieldnames}",
+            raise InputError(f"data file {name} has no column(s) {missing} in its header line; accepted: a CSV "
+                             "file whose first line names bandit.agent_column, arm_column and reward_column",
                              key="bandit.file")
-        for line, row in enumerate(reader, 2):
+        at = [header.index(c) for c in columns]
+        groups: dict[tuple[str, str], list[float]] = {}
+        for row in reader:
+            if not row:
+                continue
+            line = reader.line_num
+            if len(row) != len(header):
+                raise InputError(f"line {line} of data file {name} has {len(row)} field(s), its header "
+                                 f"{len(header)}; accepted: one field per header column", key="bandit.file")
+            agent, arm, value = (row[i] for i in at)
             try:
-                reward = float(row[reward_column])
+                reward = float(value)
             except ValueError:
-                raise InputError(f"line {line} of {path.name}: reward {row[reward_column]!r} is not a number",
-                                 key="bandit.file") from None
-            groups.setdefault((row[agent_column], row[arm_column]), []).append(reward)
+                reward = math.nan
+            if not math.isfinite(reward):
+                raise InputError(f"line {line} of data file {name}: column {reward_column!r} is not a finite number; "
+                                 "accepted: a finite number in every row", key="bandit.file")
+            groups.setdefault((agent, arm), []).append(reward)
+    except csv.Error:
+        raise InputError(f"line {reader.line_num} of data file {name} is not CSV (a NUL byte, an unclosed quote "
+                         "or a field over 128 kB); accepted: a CSV file", key="bandit.file") from None
+    if not groups:
+        raise InputError(f"data file {name} has no data rows; accepted: a CSV file with a row per observation",
+                         key="bandit.file")
     agents = sorted({a for a, _ in groups})
     arms = sorted({k for _, k in groups})
     return agents, arms, {key: np.array(v) for key, v in groups.items()}
@@ -61,26 +97,32 @@ class TabularBandit(BanditEnvironment):
     }
 
     @classmethod
-    def check(cls, options: Mapping[str, Any], source: str | None = None) -> None:
-        if not Path(options["file"]).is_file():
-            raise InputError(f"data file {options['file']!r} not found; accepted: an existing CSV file",
-                             source=source, key="bandit.file")
+    def check_agents(cls, options: Mapping[str, Any], num_agents: int, source: str | None = None) -> None:
+        """Read and check the whole file now, before any trial (``netsim show`` too): it must parse, hold
+        finite rewards, ``num_agents`` agents and rows for every (agent, arm) pair."""
+        try:
+            agents, arms, groups = cls._load(options, num_agents)
+            if len(agents) != num_agents:
+                raise InputError(f"data file {P.bounded_repr(Path(options['file']).name)} has {len(agents)} agent(s) "
+                                 f"but network.agents = {num_agents}; accepted: network.agents = {len(agents)}",
+                                 key="network.agents")
+            empty = [(i, k) for i, a in enumerate(agents) for k, b in enumerate(arms) if (a, b) not in groups]
+            if empty:
+                raise InputError(f"data file {P.bounded_repr(Path(options['file']).name)} has no row for agent "
+                                 f"number {empty[0][0]} and arm number {empty[0][1]} (labels in sorted order); "
+                                 "accepted: rows for every (agent, arm) pair", key="bandit.file")
+        except InputError as exc:
+            raise exc.located(source) if source else exc from None
 
     def __init__(self, options: Mapping[str, Any], num_agents: int, streams: Streams):
         super().__init__(options, num_agents, streams)
         agents, arms, groups = self._load(options, num_agents)
-        if len(agents) != num_agents:
-            raise InputError(f"{options['file']} has {len(agents)} agents but network.agents = {num_agents}",
-                             key="network.agents")
         self.agent_labels, self.arm_labels = agents, arms
-        self._samples = [[groups.get((a, k), np.zeros(0)) for k in arms] for a in agents]
-        empty = [(a, k) for a in agents for k in arms if (a, k) not in groups]
-        if empty:
-            raise InputError(f"no rows for agent {empty[0][0]!r}, arm {empty[0][1]!r}; every pair needs data",
-                             key="bandit.file")
+        self._samples = [[groups[(a, k)] for k in arms] for a in agents]
         self.local_means = np.array([[s.mean() for s in row] for row in self._samples])
 
-    def _load(self, options: Mapping[str, Any], num_agents: int) -> tuple[list, list, dict]:
+    @classmethod
+    def _load(cls, options: Mapping[str, Any], num_agents: int) -> tuple[list, list, dict]:
         """(agent labels, arm labels, {(agent, arm): rewards}); subclasses read other layouts."""
         return read_table(Path(options["file"]), options["agent_column"], options["arm_column"],
                           options["reward_column"])

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from netsim import runner
+from netsim.errors import InputError
 from netsim.studies.plan import StudyPlan, StudyPoint, StudyUnit, plan
 from netsim.studies.spec import DEFAULT_STUDY, KINDS, SCALES, Figure, Scale, Study, Variant, bundled, load, parse
 from netsim.studies.tables import HEADLINE
@@ -79,21 +79,25 @@ def run(plan_: StudyPlan, out: Path, *, executor: runner.Executor, progress: boo
 
 def study_from_meta(meta: dict[str, Any]) -> Study:
     """The study a folder was run from, as it was then (``meta.json`` keeps the file's text)."""
+    from netsim.files import parse_toml
     from netsim.studies.spec import parse
 
     text = meta["study_text"]
-    return parse(tomllib.loads(text), path=Path(meta["study"]["file"]), text=text)
+    return parse(parse_toml(text, source="meta.json's study_text"), path=Path(meta["study"]["file"]), text=text)
 
 
 def draw_folder(folder: Path, results: Any) -> list[Path]:
     """Draw the figures and ``report.html`` of a study's results into ``folder``."""
-    from netsim.results import atomic_write
+    from netsim import files
     from netsim.studies import report
     from netsim.studies.figures import figure_data, not_separated, write_figures
     from netsim.studies.interactive import spec
     from netsim.studies.tables import summary
 
-    study = study_from_meta(results.meta)
+    try:
+        study = study_from_meta(results.meta)
+    except InputError as exc:  # an edited meta.json is refused as the study file would be
+        raise InputError(f"its study_text: {exc.detail}", source=str(folder / "meta.json"), key=exc.key) from None
     tables = results.tables()
     plan = results.meta["study"]
     written = write_figures(folder, study, tables, int(plan["trials"]), plan.get("scale", ""))
@@ -103,6 +107,4 @@ def draw_folder(folder: Path, results: Any) -> list[Path]:
         interactive[figure.name] = (spec(figure, data, study), not_separated(figure, data))
     page = report.render(folder, study, results.meta, summary(results.trials, metrics(study), results.params),
                          interactive)
-    path = folder / "report.html"
-    atomic_write(path, page.encode())
-    return [*written, path]
+    return [*written, files.write(folder, "report.html", page.encode())]

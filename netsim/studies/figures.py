@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
-from netsim import results as R
+from netsim.files import write
 from netsim.studies.spec import Figure, Study
 from netsim.studies.stats import CONFIDENCE, overlapping, pareto, slope, summarise
 
@@ -548,7 +548,6 @@ def write_figures(folder: Path, study: Study, tables: Mapping[str, pd.DataFrame]
     """Draw every figure of ``study`` into ``folder/figures``: NAME.csv, NAME.png, NAME.svg."""
     from netsim.plots import style
 
-    out = folder / "figures"
     written = []
     for figure in study.figures:
         data = figure_data(figure, tables)
@@ -557,7 +556,5 @@ def write_figures(folder: Path, study: Study, tables: Mapping[str, pd.DataFrame]
             files = {"csv": data.to_csv(index=False, lineterminator="\n").encode(),
                      "png": render(canvas, "png"), "svg": render(canvas, "svg")}
         for ext, content in files.items():
-            path = out / f"{figure.name}.{ext}"
-            R.atomic_write(path, content)
-            written.append(path)
+            written.append(write(folder, f"figures/{figure.name}.{ext}", content, where=f"figure {figure.name!r}"))
     return written

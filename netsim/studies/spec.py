@@ -56,7 +56,7 @@ difference from variant NAME: trial by trial, at the same grid point (the units 
 
 from __future__ import annotations
 
-import tomllib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib.resources import files
@@ -65,6 +65,10 @@ from typing import Any
 
 from netsim import params as P
 from netsim.errors import InputError
+
+#: what a figure's ``name`` may be (its files are NAME.png, NAME.svg, NAME.csv in OUT/figures)
+_FILE_NAME_LENGTH = 100
+_FILE_NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._+=-]{{0,{_FILE_NAME_LENGTH - 1}}}")
 
 #: the figure kinds a study may ask for
 KINDS = ("series", "final", "tradeoff", "loglog")
@@ -108,7 +112,8 @@ VARIANT = {
                                    "'(oracle)', drawn hollow and dashed, kept off the Pareto front"),
 }
 FIGURE = {
-    "name": P.text("", doc="file name of the figure (default: kind, y and x)"),
+    "name": P.text("", doc="file name of the figure: letters, digits, . _ - + =, at most 100, no '/' or '..' "
+                           "(default: kind, y and x)"),
     "kind": P.choice(KINDS, doc="what to draw"),
     "y": P.either(P.text(), P.Field("a list of metrics", lambda v: tuple(v) if isinstance(v, list) and v and all(
         isinstance(i, str) for i in v) else None), default="",
@@ -225,6 +230,9 @@ def bundled() -> dict[str, Path]:
 def locate(name_or_path: str | Path | None) -> Path:
     """A study file from a path or a bundled name (``None``: the quickstart study)."""
     name = str(name_or_path or DEFAULT_STUDY)
+    from netsim.files import check_path
+
+    check_path(name, where="study")
     path = Path(name)
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
@@ -243,15 +251,11 @@ def locate(name_or_path: str | Path | None) -> Path:
 # ---------------------------------------------------------------------- parsing
 def load(name_or_path: str | Path | None = None) -> Study:
     """Read and check a study file (its variants' scenarios are checked when a scale is planned)."""
+    from netsim import files as guarded
+
     path = locate(name_or_path)
-    try:
-        text = path.read_text()
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"TOML syntax error: {exc}", source=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", source=str(path)) from None
-    return parse(document, path=path, text=text)
+    text = guarded.read_text(path, what="study file", limit=guarded.MAX_TOML)
+    return parse(guarded.parse_toml(text, source=str(path)), path=path, text=text)
 
 
 def parse(document: Mapping[str, Any], *, path: Path, text: str = "") -> Study:
@@ -354,7 +358,9 @@ def _variant(index: int, raw: Any, scales: Mapping[str, Scale], path: Path) -> V
     values = P.validate(raw, VARIANT, where=where, source=source)
     scenario = values["scenario"]
     if scenario.endswith(".toml") or "/" in scenario:
-        scenario = str((path.parent / scenario).resolve())
+        from netsim.files import absolute
+
+        scenario = str(absolute(path.parent, scenario, where=f"{where}.scenario"))
     per_scale = {}
     for name, table in values["scale"].items():
         if name not in scales:
@@ -400,7 +406,14 @@ def _figure(index: int, raw: Any, variants: Sequence[str], source: str) -> Figur
         if column and column not in RESERVED and "." not in column:
             raise InputError(f"{P.bounded_repr(column)}: accepted: 'variant', a grid key or a dotted scenario key",
                              source=source, key=f"{where}.{key}")
-    name = values["name"] or f"{kind}-{y}" + (f"-by-{x.rsplit('.', 1)[-1]}" if kind in ("final", "loglog") else "")
+    name = values["name"]
+    if name and not _FILE_NAME.fullmatch(name):
+        raise InputError(f"{P.bounded_repr(name)}: the figure's files are NAME.png, .svg, .csv in OUT/figures; "
+                         f"accepted: at most {_FILE_NAME_LENGTH} letters, digits, '.', '_', '-', '+', '=' starting "
+                         "with a letter or digit (no '/', no '..', not absolute)", source=source, key=f"{where}.name")
+    if not name:  # the default, made of keys and metrics: every other character becomes '_'
+        name = f"{kind}-{y}" + (f"-by-{x.rsplit('.', 1)[-1]}" if kind in ("final", "loglog") else "")
+        name = re.sub(r"[^A-Za-z0-9._+=-]", "_", name)[:_FILE_NAME_LENGTH]
     baseline = values["baseline"]
     if baseline and (baseline not in variants or kind not in ("series", "final")):
         raise InputError(f"baseline {P.bounded_repr(baseline)}: accepted: with kind series or final, one of "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from netsim import results as R
+from netsim import files
 from netsim.sweeps.grid import toml_value
 from netsim.sweeps.tables import cell
 
@@ -27,10 +26,13 @@ def _safe(key: str) -> str:
 
 def plot_folder(folder: Path) -> list[Path]:
     """Redraw the figures of a folder written by ``netsim sweep`` (its meta.json and sweep_timeseries)."""
-    meta = json.loads((folder / "meta.json").read_text())
+    from netsim.results import read_table
+    from netsim.resultset import read_meta
+
+    meta = read_meta(folder)
     keys = list(meta["sweep"]["grid"])
     points = [{key: point[key] for key in keys} for point in meta["points"]]
-    series = pd.read_csv(folder / "sweep_timeseries.csv")
+    series = read_table(folder, "sweep_timeseries")
     return draw(folder, keys, points, series, meta["sweep"]["scenario"])
 
 
@@ -78,7 +80,5 @@ def draw(out: Path, keys: Sequence[str], points: Sequence[Mapping[str, Any]], se
                 figure.subplots_adjust(top=1 - 0.8 / figure.get_figheight())
                 data = png(figure, dpi=100)
                 plt.close(figure)
-            path = out / f"{stem}_by_{_safe(key)}.png"
-            R.atomic_write(path, data)
-            written.append(path)
+            written.append(files.write(out, f"{stem}_by_{_safe(key)}.png", data))
     return written

@@ -9,12 +9,12 @@ overrides of every grid point and the labels of tables and figures).
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from netsim.errors import InputError
+from netsim.files import parse_toml
 
 FORBIDDEN_KEYS = {"run.trials": "use --trials"}
 
@@ -58,8 +58,10 @@ def _split_top_level(text: str) -> list[str]:
 def _value(item: str) -> Any:
     """One grid value: a TOML value when it parses as one, else a bare word (as ``--set`` does)."""
     try:
-        return tomllib.loads(f"v = {item}")["v"]
-    except tomllib.TOMLDecodeError:
+        return parse_toml(f"v = {item}")["v"]
+    except InputError as exc:
+        if "nested" in exc.detail:
+            raise ValueError(exc.detail) from None
         if any(ch in item for ch in "[]{}\"'=") or any(ch.isspace() for ch in item):
             raise ValueError(f"{item!r} is neither a TOML value nor a bare word") from None
         return item

@@ -22,16 +22,15 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netsim import files
 from netsim import scenario as S
 from netsim.errors import InputError
-from netsim.results import current_umask
 from netsim.sim import TrialResult
 
 if TYPE_CHECKING:
@@ -74,15 +73,19 @@ def unit_ids(scenario: S.Scenario, assignments: Mapping[str, Any], trials: Seque
     return [hashlib.sha256(f'{prefix},"trial":{int(t)}}}'.encode()).hexdigest()[:32] for t in trials]
 
 
-def encode_result(unit: PlannedUnit, result: TrialResult) -> dict[str, Any]:
+def encode_trial(result: TrialResult) -> dict[str, Any]:
+    """A :class:`TrialResult` as JSON data (arrays as dtype and values); :func:`decode_result` reads it back."""
     def columns(table: Mapping[str, np.ndarray]) -> dict[str, Any]:
         return {k: {"dtype": str(np.asarray(v).dtype), "values": np.asarray(v).tolist()} for k, v in table.items()}
 
-    return {
-        "format": STORE_FORMAT, "unit": unit.id, "point": [[k, v] for k, v in unit.point.assignments.items()],
-        "trial": unit.trial, "row": result.row, "agents": columns(result.agents),
-        "timeseries": columns(result.timeseries), "wall_s": result.wall_s, "info": result.info,
-    }
+    return {"row": result.row, "agents": columns(result.agents), "timeseries": columns(result.timeseries),
+            "wall_s": result.wall_s, "info": result.info}
+
+
+def encode_result(unit: PlannedUnit, result: TrialResult) -> dict[str, Any]:
+    """The stored record of ``unit``: its identity and :func:`encode_trial` of its result."""
+    return {"format": STORE_FORMAT, "unit": unit.id, "point": [[k, v] for k, v in unit.point.assignments.items()],
+            "trial": unit.trial, **encode_trial(result)}
 
 
 def decode_result(record: Mapping[str, Any]) -> TrialResult:
@@ -114,37 +117,20 @@ class UnitStore:
 
     def clean(self) -> int:
         """Remove temporary files left by an interrupted writer (call while holding the lock)."""
-        removed = 0
-        if self.folder.is_dir():
-            for path in self.folder.glob(".*.tmp"):
-                path.unlink(missing_ok=True)
-                removed += 1
-        return removed
+        return files.remove_staged(self.folder.parent, self.folder.name)
 
     def put(self, uid: str, record: Mapping[str, Any]) -> None:
+        """Store ``record`` as unit ``uid`` (:func:`netsim.files.write`: staged under an unpredictable name,
+        fsync'ed, renamed into place; never through a link)."""
         line = canonical(record)
         data = f"{line}\n{hashlib.sha256(line.encode()).hexdigest()}\n".encode()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        target = self.path(uid)
-        # an unpredictable name created exclusively (mkstemp: O_CREAT | O_EXCL, never through a symlink)
-        fd, name = tempfile.mkstemp(dir=self.folder, prefix=f".{uid}.", suffix=".tmp")
-        tmp = Path(name)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fchmod(handle.fileno(), 0o666 & ~current_umask())
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        files.write(self.folder.parent, f"{self.folder.name}/{uid}{self.SUFFIX}", data, record=False, fsync=True)
 
     def get(self, uid: str) -> dict[str, Any] | None:
         """The record of ``uid``, or ``None`` when it is absent or damaged."""
-        try:
-            text = self.path(uid).read_text()
-        except (FileNotFoundError, UnicodeDecodeError):
+        try:  # a unit file that is not a readable regular file (a pipe, a link loop) counts as missing
+            text = files.read_text(self.path(uid), what="unit file", limit=files.MAX_DATA)
+        except InputError:
             return None
         lines = text.split("\n")
         if len(lines) != 3 or lines[2] != "" or hashlib.sha256(lines[0].encode()).hexdigest() != lines[1]:

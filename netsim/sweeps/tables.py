@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from netsim import files
 from netsim import results as R
 from netsim.sim import TrialResult
 from netsim.sweeps.execute import Outcome
@@ -57,9 +58,7 @@ def tables(plan_: Plan, results: Mapping[str, TrialResult]) -> dict[str, pd.Data
 def write_tables(out: Path, frames: Mapping[str, pd.DataFrame]) -> list[Path]:
     written = []
     for name, frame in frames.items():
-        path = out / f"{name}.csv"
-        R.atomic_write(path, frame.to_csv(index=False, lineterminator="\n").encode())
-        written.append(path)
+        written.append(files.write(out, f"{name}.csv", frame.to_csv(index=False, lineterminator="\n").encode()))
     return written
 
 

@@ -24,10 +24,13 @@ COLUMNS = {
     "records_duplicate": P.column("duplicate records", doc="records received again and ignored"),
     "records_corrupted": P.column("records corrupted", doc="records a byzantine agent or link changed"),
 }
+#: largest explicit message life: the flooding's hop tables hold one entry per hop (a life of 2^31 never ended
+#: building them); a longer path than this is asked for with 'diameter'
+MAX_GAMMA = 10_000
 
 
 def gamma_field() -> P.Field:
-    return P.either(P.integer(low=0), P.choice(GAMMA_WORDS), default="half-diameter",
+    return P.either(P.integer(low=0, high=MAX_GAMMA), P.choice(GAMMA_WORDS), default="half-diameter",
                     doc="message life in hops: an integer >= 0, 'diameter', or 'half-diameter' = max(1, floor(D/2))",
                     label="message life γ", unit="hops")
 

@@ -80,7 +80,7 @@ way. At each synchronisation V and W are rebuilt from S (one batched inverse / s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -93,6 +93,7 @@ from protocols.feducb.linucb import (
     LinUCBState,
     calibration_for,
     communication_bound,
+    statistics_bytes,
     sync_trigger,
     threshold_for,
     trials_of,
@@ -126,6 +127,12 @@ class CentralizedFedUCB(Protocol):
     servers = 1
     bandit_kinds = ("linear",)
     crash_states = ("kept", "lost")
+
+    @classmethod
+    def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
+        """The default per slot; memory: every agent's OFUL statistics and tree sums (netsim.budget)."""
+        events, _ = super().work(scenario, slots=slots, links=links)
+        return events, statistics_bytes(scenario, learners=scenario.network["agents"] + 1, slots=slots)
 
     def start(self) -> None:
         sim = self.sim

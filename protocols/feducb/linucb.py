@@ -161,10 +161,17 @@ FIELDS = {
                          label="β scale", unit=""),
     "communication": P.choice(MODES, "mlogt", doc="Experiment 2 mode: m1.5, mlogt or mt (sets D)",
                               label="communication mode"),
-    "threshold": P.either(P.choice(("auto",)), P.real(low=0.0), default="auto",
+    "threshold": P.either(P.choice(("auto",)), P.real(low=0.0, high=math.inf), default="auto",
                           doc="explicit synchronisation threshold D >= 0 (overrides communication)",
                           label="synchronisation threshold D", unit=""),
 }
+
+
+def statistics_bytes(scenario: Any, *, learners: float, slots: float) -> float:
+    """Bytes of the (d+1) x (d+1) statistics of ``learners`` OFUL learners: the arrays of :class:`LinUCBState`
+    and the temporaries of an update (about 8), and the tree sums of the privatiser (log2 T of them)."""
+    d = scenario.bandit["dimension"] + 1
+    return 8.0 * d * d * learners * (8 + math.log2(slots + 2))
 
 
 def trials_of(sim: Any) -> int:

@@ -65,6 +65,7 @@ from protocols.feducb.linucb import (
     FIELDS,
     LinUCBState,
     communication_bound,
+    statistics_bytes,
     sync_trigger,
     threshold_for,
     trials_of,
@@ -105,6 +106,14 @@ class DecentralizedFedUCB(Protocol):
     requires_connected = True
     bandit_kinds = ("linear",)
     crash_states = ("kept", "lost")
+
+    @classmethod
+    def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
+        """The default per slot; memory: gamma learners per agent and every agent's table of the gamma
+        estimators of every other agent (M x M x gamma d x d matrices, netsim.budget)."""
+        events, _ = super().work(scenario, slots=slots, links=links)
+        M, gamma, d = scenario.network["agents"], scenario.protocol["gamma"], scenario.bandit["dimension"]
+        return events, statistics_bytes(scenario, learners=M * gamma, slots=slots) + 8.0 * M * M * gamma * d * (d + 1)
 
     @classmethod
     def check(cls, scenario: Any) -> None:

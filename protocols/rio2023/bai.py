@@ -22,6 +22,8 @@ Realistic timelines (docs/faults.md, docs/protocols/rio2023.md):
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -31,10 +33,12 @@ from netsim import params as P
 from netsim.errors import InputError
 from netsim.protocol import Protocol
 from protocols.rio2023.paths import ActivationClock
-from protocols.rio2023.rules import agent_weights, voting_threshold
+from protocols.rio2023.rules import agent_weights, se_radius, voting_threshold
 
 COMMON = {
-    "delta": P.real(0.05, low=0.0, high=1.0, low_open=True, high_open=True,
+    # delta enters only through log(delta) (the vote threshold, the SE radius): any positive normal double is
+    # honoured (a subnormal one, down to 5e-324, overflowed K t^2 / p)
+    "delta": P.real(0.05, low=sys.float_info.min, high=1.0, high_open=True,
                     doc="global failure probability delta (Sec. 6: 0.05)", label="failure probability δ", unit=""),
     "agent_distribution": P.choice(("uniform", "zipf"), "uniform",
                                    doc="P_N: uniform, or zipf P(n) ∝ (n + offset)^-exponent (appendix C.4)",
@@ -82,6 +86,30 @@ class MultiAgentBAI(Protocol):
         if "crash" in F.kinds(scenario.faults) and scenario.protocol["simulation"] == "events":
             raise InputError("the exact-law event mode cannot skip a crashed agent's activations; accepted: "
                              "simulation = 'rounds' with crashes", key="protocol.simulation")
+
+    @classmethod
+    def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
+        """Events and memory of a trial (netsim.budget). The run ends when one arm is left, long before the
+        bundled horizon of 1e12: an agent needs about t* steps, the first t with 2 alpha(t) below the gap of the
+        two best global means (Sec. 4.1; failure delta / N, a DP term for DP-MASE). Events mode: a few events
+        and the reward paths (K numbers per step) per agent; rounds mode: one round per step of each agent.
+        Without explicit means, or with the two best equal (elimination never separates them), the horizon
+        bounds the run: one event per round (rounds mode) or per agent and slot."""
+        means = scenario.bandit.get("means")
+        N, K = scenario.network["agents"], scenario.bandit.get("arms", 2)
+        top = sorted(means, reverse=True)[:2] if isinstance(means, (list, tuple)) and len(means) > 1 else None
+        gap = top[0] - top[1] if top else 0.0
+        if not gap > 0.0:
+            return slots * (N + links), 8.0 * N * K * 256
+        steps = 2.0
+        while 2.0 * se_radius(steps, K, scenario.protocol["delta"] / N) > gap and steps < 1e15:
+            steps *= 2.0
+        paths = 8.0 * N * K * steps  # successive elimination's reward paths (DP-MASE keeps less)
+        epsilon = scenario.protocol.get("epsilon", math.inf)
+        steps *= 1.0 + (0.0 if math.isinf(epsilon) else 1.0 / (epsilon * gap))
+        if scenario.protocol["simulation"] == "rounds":
+            return min(N * steps, slots) + 4.0 * N * K, 16.0 * N * K
+        return 8.0 * N * K * math.log2(steps + 2.0), paths
 
     # ---------------------------------------------------------------- per-protocol hooks
     def local_failure(self) -> float:

@@ -133,6 +133,14 @@ class GossipUCB(Protocol):
     }
 
     @classmethod
+    def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
+        """The default per slot, plus realistic mode's gossip exchanges (a few messages each) at gossip_rate."""
+        events, memory = super().work(scenario, slots=slots, links=links)
+        if scenario.protocol["mode"] == "realistic":
+            events += 4.0 * scenario.protocol["gossip_rate"] * scenario.run["horizon"]
+        return events, memory
+
+    @classmethod
     def check(cls, scenario: Any) -> None:
         if scenario.clock["jitter"] > 0:
             raise InputError("zhu2021 agents share one global clock; accepted: clock.jitter = 0",
