@@ -33,7 +33,7 @@ examples:
   netsim list                              bundled scenarios and protocols
   netsim show quickstart --set run.horizon=500
   netsim plot results/quickstart
-  netsim trace li2022-gis-path5 --until 250 --kinds gis-adv,gis-req,gis-data --out trace.jsonl
+  netsim trace li2022-gis-path5 --until 250 --out trace.html   replay the messages in a browser
   netsim sweep quickstart --grid network.agents=5,10 --grid network.topology=ring,complete --trials 4
   netsim run quickstart --executor dask --scheduler tcp://SCHEDULER-HOST:8786
   netsim audit laplace --epsilon 0.5       empirical privacy audit (netsim audit --all: every mechanism)
@@ -119,15 +119,26 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                       help="override a scenario key (repeatable)")
 
-    trace = sub.add_parser("trace", help="message-level timeline (JSON lines) and a sequence diagram",
-                           description="Run trial 0 of a scenario with tracing on; write every send, delivery, "
-                                       "drop and corruption as JSON lines to --out and a sequence diagram with "
-                                       "the graph's link-built counts to --out + '.png'.")
+    trace = sub.add_parser("trace", help="replay one trial's messages: a viewer page, JSON lines, a sequence diagram",
+                           description="Run trial 0 of a scenario with tracing on and write its messages (every "
+                                       "send, delivery, drop and corruption). The suffix of each --out file "
+                                       "chooses what it holds: .html a self-contained page that replays the "
+                                       "trace (the graph with messages moving along their links, the sequence "
+                                       "diagram beside it; play, pause, step, speed, time slider; works offline); "
+                                       ".jsonl one JSON object per event (payloads as JSON data); .png the "
+                                       "sequence diagram with the graph's link-built counts. --out repeats; "
+                                       "without it: trace.html, trace.jsonl and trace.png in results/<name>/.",
+                           epilog="example:\n  netsim trace li2022-gis-path5 --until 250 --out trace.html --out "
+                                  "trace.jsonl", formatter_class=argparse.RawDescriptionHelpFormatter)
     trace.add_argument("scenario", help="scenario file or bundled name")
-    trace.add_argument("--until", type=float, help="stop at this time (default: the horizon)")
+    trace.add_argument("--from", dest="start", type=float, default=None, metavar="T",
+                       help="keep the messages sent at or after T (the trial still runs from 0; default 0)")
+    trace.add_argument("--until", type=float, metavar="T", help="stop the trial at T (default: the horizon)")
     trace.add_argument("--agents", help="comma-separated node ids: keep messages from or to them")
     trace.add_argument("--kinds", help="comma-separated message kinds to keep, e.g. gis-adv,gis-req,gis-data")
-    trace.add_argument("--out", type=Path, default=None, help="JSON-lines file (default: results/<name>/trace.jsonl)")
+    trace.add_argument("--out", type=Path, action="append", default=None, metavar="FILE",
+                       help="FILE.html (viewer page), FILE.jsonl (JSON lines) or FILE.png (sequence diagram); "
+                            "repeatable (default: results/<name>/trace.html, .jsonl and .png)")
     trace.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a scenario key (repeatable)")
 
@@ -412,24 +423,62 @@ def _id_list(text: str | None, flag: str) -> list[int] | None:
         raise InputError(f"{flag} {text!r}: accepted: comma-separated node ids, e.g. 0,1,2") from None
 
 
+#: what ``netsim trace --out FILE`` writes, by the suffix of FILE
+TRACE_FORMATS = {".html": "viewer page", ".jsonl": "JSON lines", ".png": "sequence diagram"}
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
     from netsim import scenario as S
     from netsim import trace as T
-    from netsim.results import atomic_write
 
-    if args.until is not None and not (math.isfinite(args.until) and args.until > 0):
-        raise InputError(f"--until {args.until:g}: accepted: a finite time > 0")
+    start = 0.0 if args.start is None else args.start
+    if not (math.isfinite(start) and start >= 0):
+        raise InputError(f"--from {start:g}: accepted: a finite time >= 0")
+    if args.until is not None and not (math.isfinite(args.until) and args.until > start):
+        raise InputError(f"--until {args.until:g}: accepted: a finite time > 0 and after --from ({start:g})")
+    for path in args.out or []:
+        if path.suffix.lower() not in TRACE_FORMATS:
+            accepted = ", ".join(f"{suffix} ({what})" for suffix, what in TRACE_FORMATS.items())
+            raise InputError(f"--out {str(path)!r}: unknown suffix {path.suffix or '(none)'!r}; accepted: {accepted}")
     scenario = S.load(args.scenario, args.overrides)
-    out = output_path(args.out, Path("results") / scenario.name / "trace.jsonl", folder=False)
+    if args.out:
+        outs = [output_path(path, path, folder=False) for path in dict.fromkeys(args.out)]
+    else:
+        folder = output_path(None, Path("results") / scenario.name / "trace.html", folder=False).parent
+        outs = [folder / f"trace{suffix}" for suffix in TRACE_FORMATS]
     agents = _id_list(args.agents, "--agents")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
-    events, sim = T.record(scenario, until=args.until, agents=agents, kinds=kinds)
-    atomic_write(out, T.to_json_lines(events))
-    picture = out.with_name(out.name + ".png")
-    atomic_write(picture, T.draw(events, sim, title=scenario.name))
+    events, sim = T.record(scenario, start=start, until=args.until, agents=agents, kinds=kinds)
+    for path in outs:
+        write_trace(path, _trace_bytes(path.suffix.lower(), events, sim, scenario.name, start))
     fates = {fate: sum(1 for e in events if e["event"] == fate) for fate in ("send", "deliver", "drop", "corrupt")}
-    print(", ".join(f"{n} {fate}" for fate, n in fates.items()) + f"; wrote {out} and {picture}")
+    print(", ".join(f"{n} {fate}" for fate, n in fates.items()) + f"; wrote {', '.join(map(str, outs))}")
+    from netsim.viewer import LARGE
+
+    messages = len({e["message"] for e in events})
+    if messages > LARGE and any(path.suffix.lower() == ".html" for path in outs):
+        print(f"netsim: the page holds {messages:,} messages and may be slow; narrow the trace with --from, --until, "
+              "--agents or --kinds", file=sys.stderr)
     return 0
+
+
+def _trace_bytes(suffix: str, events: list, sim, title: str, start: float) -> bytes:
+    from netsim import trace as T
+
+    if suffix == ".jsonl":
+        return T.to_json_lines(events)
+    if suffix == ".png":
+        return T.draw(events, sim, title=title)
+    from netsim.viewer import page
+
+    return page(events, sim, title=title, start=start).encode()
+
+
+def write_trace(path: Path, data: bytes) -> None:
+    """Write one ``netsim trace`` output file (the one place the command writes)."""
+    from netsim.results import atomic_write
+
+    atomic_write(path, data)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
