@@ -41,6 +41,24 @@ examples:
 """
 
 
+TRACE_HELP = """\
+Run trial 0 of a scenario with tracing on and write its messages: every send, delivery, drop and
+corruption. The suffix of each --out file chooses what it holds:
+
+  .html   a self-contained page (works offline) that replays the trace: the graph with messages
+          moving along their links by kind, drops crossed, corruptions dashed in vermillion, the
+          sequence diagram beside it; play / pause, step, speed, a time slider
+  .jsonl  one JSON object per event; payloads as JSON data (lists, numbers, objects)
+  .png    the sequence diagram beside the graph with its link-built counts
+
+--out repeats; without it, all three go to results/<name>/trace.html, trace.jsonl, trace.png.
+The legends list message kinds in protocol order (the order the trial first sent them).
+
+example:
+  netsim trace li2022-gis-path5 --until 250 --out trace.html --out trace.jsonl
+"""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's own usage errors: one line, exit 2
         raise InputError(f"{self.prog}: {message}")
@@ -120,16 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="override a scenario key (repeatable)")
 
     trace = sub.add_parser("trace", help="replay one trial's messages: a viewer page, JSON lines, a sequence diagram",
-                           description="Run trial 0 of a scenario with tracing on and write its messages (every "
-                                       "send, delivery, drop and corruption). The suffix of each --out file "
-                                       "chooses what it holds: .html a self-contained page that replays the "
-                                       "trace (the graph with messages moving along their links, the sequence "
-                                       "diagram beside it; play, pause, step, speed, time slider; works offline); "
-                                       ".jsonl one JSON object per event (payloads as JSON data); .png the "
-                                       "sequence diagram with the graph's link-built counts. --out repeats; "
-                                       "without it: trace.html, trace.jsonl and trace.png in results/<name>/.",
-                           epilog="example:\n  netsim trace li2022-gis-path5 --until 250 --out trace.html --out "
-                                  "trace.jsonl", formatter_class=argparse.RawDescriptionHelpFormatter)
+                           description=TRACE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     trace.add_argument("scenario", help="scenario file or bundled name")
     trace.add_argument("--from", dest="start", type=float, default=None, metavar="T",
                        help="keep the messages sent at or after T (the trial still runs from 0; default 0)")
