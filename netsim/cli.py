@@ -252,8 +252,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     written = _save(results, out, format=args.format, plots=not args.no_plots)
     if written is None:
         return 130
-    table = results.summary()
-    with_pd_options(lambda: print(table.to_string(float_format=lambda v: f"{v:,.4g}")))
+    print_summary(results)
     from netsim.results import status_line
 
     print(f"\n{status_line(results.trials)}")
@@ -299,8 +298,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     written = _save(results, out, plots=not args.no_plots)
     if written is None:
         return 130
-    table = results.summary()
-    with_pd_options(lambda: print(table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")))
+    print_summary(results)
     print(f"\nwrote {', '.join(written)} to {out}/")
     return 0
 
@@ -334,11 +332,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     written = _save(results, out, plots=not args.no_plots)
     if written is None:
         return 130
-    from netsim.studies.report import number
-
-    table = results.summary()
-    with_pd_options(lambda: print(table.to_string(index=False, float_format=number)))
-    print("\n(± is the half-width of the 95% Student-t interval over the trials)")
+    print_summary(results)
     figures = sorted(p.name for p in written.values() if p.suffix == ".png")
     print(f"wrote study.csv, study_agents.csv, study_timeseries.csv, meta.json to {out}/")
     if figures:
@@ -347,6 +341,17 @@ def cmd_study(args: argparse.Namespace) -> int:
     print("next: netsim list (every study and scenario); netsim study NAME --scale paper --jobs 2 (a paper figure "
           "at the paper's size); netsim show SCENARIO (every key a variant can set)")
     return 0
+
+
+def print_summary(results) -> None:
+    """Print ``results.summary()`` with its group columns and ``metric`` as the index (repeats not shown)."""
+    from netsim.resultset import SUMMARY_STATS
+
+    table = results.summary()
+    groups = [c for c in table.columns if c not in ("metric", *SUMMARY_STATS)]
+    shown = table.set_index([*groups, "metric"])
+    with_pd_options(lambda: print(shown.to_string(float_format=lambda v: f"{v:,.4g}")))
+    print("(n: trials with a value, failed ones left out; lo, hi: the 95% Student-t interval of the mean)")
 
 
 def with_pd_options(fn):

@@ -89,12 +89,11 @@ def draw_folder(folder: Path, results: Any) -> list[Path]:
     from netsim.results import atomic_write
     from netsim.studies import report
     from netsim.studies.figures import write_figures
-    from netsim.studies.tables import summary
 
     study = study_from_meta(results.meta)
     tables = results.tables()
     written = write_figures(folder, study, tables, int(results.meta["study"]["trials"]))
-    page = report.render(folder, study, results.meta, summary(results.trials, metrics(study), results.params))
+    page = report.render(folder, study, results.meta, results.summary())
     path = folder / "report.html"
     atomic_write(path, page.encode())
     return [*written, path]
