@@ -218,26 +218,13 @@ def test_summary_has_one_shape_for_run_sweep_and_study(tmp_path):
 
     run = netsim.run("quickstart", trials=3, set=SMALL)
     sweep = netsim.sweep("quickstart", {"network.agents": [3, 5]}, trials=3, set=SMALL)
-    (tmp_path / "s.toml").write_text("""
-        title = "two"
-        [scale.quick]
-        trials = 3
-        set = { "run.horizon" = 200, "run.checkpoints" = 10 }
-        note = "tiny"
-        [scale.paper]
-        trials = 3
-        note = "tiny"
-        [grid]
-        "network.agents" = [3, 5]
-        [[variant]]
-        name = "alone"
-        scenario = "quickstart"
-        [[figure]]
-        name = "final"
-        kind = "final"
-        x = "network.agents"
-        y = "group_regret"
-        """.replace("\n        ", "\n"))
+    (tmp_path / "s.toml").write_text(
+        'title = "two"\n'
+        'scale.quick = { trials = 3, note = "tiny", set = { "run.horizon" = 200, "run.checkpoints" = 10 } }\n'
+        'scale.paper = { trials = 3, note = "tiny" }\n'
+        'grid = { "network.agents" = [3, 5] }\n'
+        'variant = [{ name = "alone", scenario = "quickstart" }]\n'
+        'figure = [{ name = "final", kind = "final", x = "network.agents", y = "group_regret" }]\n')
     study = netsim.study(tmp_path / "s.toml")
     tail = ["metric", *SUMMARY_STATS]
     shapes = {"run": ["scenario", "protocol", *tail], "sweep": ["network_agents", "scenario", "protocol", *tail],
