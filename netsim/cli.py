@@ -437,10 +437,6 @@ def _id_list(text: str | None, flag: str) -> list[int] | None:
         raise InputError(f"{flag} {text!r}: accepted: comma-separated node ids, e.g. 0,1,2") from None
 
 
-#: what ``netsim trace --out FILE`` writes, by the suffix of FILE
-TRACE_FORMATS = {".html": "viewer page", ".jsonl": "JSON lines", ".png": "sequence diagram"}
-
-
 def cmd_trace(args: argparse.Namespace) -> int:
     from netsim import scenario as S
     from netsim import trace as T
@@ -451,20 +447,20 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if args.until is not None and not (math.isfinite(args.until) and args.until > start):
         raise InputError(f"--until {args.until:g}: accepted: a finite time > 0 and after --from ({start:g})")
     for path in args.out or []:
-        if path.suffix.lower() not in TRACE_FORMATS:
-            accepted = ", ".join(f"{suffix} ({what})" for suffix, what in TRACE_FORMATS.items())
+        if path.suffix.lower() not in T.FORMATS:
+            accepted = ", ".join(f"{suffix} ({what})" for suffix, what in T.FORMATS.items())
             raise InputError(f"--out {str(path)!r}: unknown suffix {path.suffix or '(none)'!r}; accepted: {accepted}")
     scenario = S.load(args.scenario, args.overrides)
     if args.out:
         outs = [output_path(path, path, folder=False) for path in dict.fromkeys(args.out)]
     else:
         folder = output_path(None, Path("results") / scenario.name / "trace.html", folder=False).parent
-        outs = [folder / f"trace{suffix}" for suffix in TRACE_FORMATS]
+        outs = [folder / f"trace{suffix}" for suffix in T.FORMATS]
     agents = _id_list(args.agents, "--agents")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
     events, sim = T.record(scenario, start=start, until=args.until, agents=agents, kinds=kinds)
     for path in outs:
-        write_trace(path, _trace_bytes(path.suffix.lower(), events, sim, scenario.name, start))
+        write_trace(path, T.render(path.suffix.lower(), events, sim, title=scenario.name, start=start))
     fates = {fate: sum(1 for e in events if e["event"] == fate) for fate in ("send", "deliver", "drop", "corrupt")}
     print(", ".join(f"{n} {fate}" for fate, n in fates.items()) + f"; wrote {', '.join(map(str, outs))}")
     from netsim.viewer import LARGE
@@ -474,18 +470,6 @@ def cmd_trace(args: argparse.Namespace) -> int:
         print(f"netsim: the page holds {messages:,} messages and may be slow; narrow the trace with --from, --until, "
               "--agents or --kinds", file=sys.stderr)
     return 0
-
-
-def _trace_bytes(suffix: str, events: list, sim, title: str, start: float) -> bytes:
-    from netsim import trace as T
-
-    if suffix == ".jsonl":
-        return T.to_json_lines(events)
-    if suffix == ".png":
-        return T.draw(events, sim, title=title)
-    from netsim.viewer import page
-
-    return page(events, sim, title=title, start=start).encode()
 
 
 def write_trace(path: Path, data: bytes) -> None:

@@ -26,7 +26,22 @@
   const shortest = delays.length ? delays[0] : 1;
   const tStart = (N ? E[0][0] : D.from) - 0.5 * typical;
   const tEnd = Math.max(N ? E[N - 1][0] : D.from, D.end) + 0.5 * typical;
+  // messages sent and due at the same instant (zero delay) are staggered down by STAGGER px each,
+  // in send order, so that a same-instant exchange still reads top to bottom
+  const STAGGER = 5, lane = new Map(), perInstant = new Map();
+  for (const [, , m] of E) {
+    if (M[m].due === M[m].sent && !lane.has(m)) {
+      const i = (perInstant.get(M[m].sent) || 0) + 1;
+      perInstant.set(M[m].sent, i);
+      lane.set(m, i);
+    }
+  }
+  const times = [...new Set(E.map((e) => e[0]))].sort((a, b) => a - b);
+  let gap = Infinity;
+  for (let i = 1; i < times.length; i++) gap = Math.min(gap, times[i] - times[i - 1]);
+  const crowd = Math.max(0, ...perInstant.values());
   let scale = Math.min(400, Math.max(4, 36 / shortest));                      // px per time unit
+  if (crowd && gap < Infinity) scale = Math.max(scale, ((crowd + 2) * STAGGER) / gap);
   scale = Math.min(scale, 100000 / Math.max(tEnd - tStart, 1e-9));
   const fade = 1.5 * typical;                                                 // how long a drop's cross stays on the graph
 
@@ -43,7 +58,7 @@
     legend.appendChild(li);
   }
   for (const kind of D.kinds) entry(kind, (s) => el("line", { x1: 2, y1: 6, x2: 26, y2: 6, stroke: D.colours[kind], "stroke-width": 2.5 }, s));
-  entry("corrupted", (s) => el("line", { x1: 2, y1: 6, x2: 26, y2: 6, stroke: D.corrupt_colour, "stroke-width": 2.5, "stroke-dasharray": "5 2" }, s));
+  if (M.some((m) => m.corrupt)) entry("corrupted", (s) => el("line", { x1: 2, y1: 6, x2: 26, y2: 6, stroke: D.corrupt_colour, "stroke-width": 2.5, "stroke-dasharray": "5 2" }, s));
   entry("dropped", (s) => cross(s, 14, 6, 4, "#000"));
   entry("in flight", (s) => el("circle", { cx: 14, cy: 6, r: 5, fill: "#888" }, s));
 
@@ -82,6 +97,8 @@
   const width = LEFT + COL * lifelines.length + 10;
   const height = TOP + (tEnd - tStart) * scale + 20;
   const ypos = (t) => TOP + (t - tStart) * scale;
+  const ysent = (m) => ypos(M[m].sent) + (lane.get(m) || 0) * STAGGER;
+  const ydue = (m) => ypos(M[m].due) + (lane.get(m) || 0) * STAGGER;
   const head = $("seqhead"), seq = $("sequence");
   head.setAttribute("width", width); head.setAttribute("height", 24);
   seq.setAttribute("width", width); seq.setAttribute("height", height);
@@ -116,7 +133,7 @@
 
   function arrow(m) {
     const g = el("g", { class: "msg", "data-kind": M[m].kind, "data-id": m }, arrowLayer);
-    const x0 = col[M[m].src], y0 = ypos(M[m].sent);
+    const x0 = col[M[m].src], y0 = ysent(m);
     const line = el("line", { x1: x0, y1: y0, x2: x0, y2: y0, stroke: colour(m), "stroke-width": M[m].corrupt ? 2.2 : 1.4 }, g);
     if (M[m].corrupt) line.setAttribute("stroke-dasharray", "6 2");
     el("line", { x1: x0, y1: y0, x2: x0, y2: y0, stroke: "transparent", "stroke-width": 8 }, g);  // easier to click
@@ -141,14 +158,14 @@
     flying.delete(m);
     if (dots.has(m)) { dots.get(m).remove(); dots.delete(m); }
     if (what === "deliver") {
-      stretch(m, col[x.dst], ypos(x.due));
+      stretch(m, col[x.dst], ydue(m));
       arrows.get(m).querySelector("line").setAttribute("marker-end", headOf(m));
       return;
     }
     // a drop: on its link when the message was sent (lost, link down), at the receiver when it was down
     const g = arrows.get(m) || arrow(m);
     const x0 = col[x.src], x1 = col[x.dst];
-    const [ex, ey] = x.due > x.sent ? [x1 - 0.15 * (x1 - x0), ypos(x.due)] : [x0 + 0.4 * (x1 - x0), ypos(x.sent) + 6];
+    const [ex, ey] = x.due > x.sent ? [x1 - 0.15 * (x1 - x0), ydue(m)] : [x0 + 0.4 * (x1 - x0), ysent(m) + 4];
     stretch(m, ex, ey);
     g.querySelector("line").setAttribute("stroke-dasharray", "3 3");
     cross(g, ex, ey, 4, "#000");
@@ -185,7 +202,7 @@
       const [gx, gy] = along(m, f);
       const dot = dots.get(m);
       dot.setAttribute("cx", gx); dot.setAttribute("cy", gy);
-      stretch(m, col[x.src] + f * (col[x.dst] - col[x.src]), ypos(x.sent) + f * (ypos(x.due) - ypos(x.sent)));
+      stretch(m, col[x.src] + f * (col[x.dst] - col[x.src]), ysent(m) + f * (ydue(m) - ysent(m)));
     }
     dropLayer.replaceChildren();
     recentDrops = recentDrops.filter((m) => t - M[m].due < fade && M[m].due <= t + 1e-12);
