@@ -449,6 +449,7 @@ def _check_protocol_fit(scenario: Scenario, protocol_cls: Any, source: str | Non
         raise InputError("too many checkpoints; accepted: at most 1000000", source=source, key="run.checkpoints")
     try:
         F.check_protocol(scenario.faults, protocol_cls)
+        check_adversary(scenario, protocol_cls)
         protocol_cls.check(scenario)
         # A dry build of trial 0's network catches disconnected graphs and bad topology keys now.
         build_network(scenario, simpy.Environment(), Streams(trial_sequence(scenario.run["seed"], 0)))
@@ -549,13 +550,48 @@ def build_network(scenario: Scenario, env: simpy.Environment, streams: Streams) 
     return network
 
 
+def byzantine_count(adversary: Mapping[str, Any], agents: int) -> int:
+    """How many agents ``[adversary]`` makes byzantine: the listed ones, or ``byzantine`` x agents rounded."""
+    if adversary["agents"]:
+        return len(set(adversary["agents"]))
+    return int(math.floor(adversary["byzantine"] * agents + 0.5))
+
+
+def check_adversary(scenario: Scenario, protocol_cls: Any) -> None:
+    """Refuse an ``[adversary]`` section that would do nothing, or that the protocol gives nothing to corrupt.
+
+    Byzantine agents lie with probability ``corruption``: byzantine agents with ``corruption = 0``
+    never lie, and ``corruption > 0`` without byzantine agents has nobody to lie. A protocol whose
+    ``corruptible`` kinds are empty exchanges no reward statistics (ucb1, central-ucb): an adversary
+    there is meaningless, and refused rather than silently ignored.
+    """
+    spec = scenario.adversary
+    liars = byzantine_count(spec, scenario.network["agents"])
+    named = "adversary.agents" if spec["agents"] else "adversary.byzantine"
+    if (spec["byzantine"] > 0 or spec["agents"]) and liars == 0:
+        raise InputError(f"byzantine = {spec['byzantine']:g} of {scenario.network['agents']} agents rounds to no "
+                         f"byzantine agent; accepted: byzantine >= {0.5 / scenario.network['agents']:.3g}",
+                         key=named)
+    if liars and spec["corruption"] == 0:
+        raise InputError(f"{liars} byzantine agent(s) with corruption = 0 never lie; accepted: adversary.corruption "
+                         "> 0 (the probability that a byzantine agent replaces a reported value)",
+                         key="adversary.corruption")
+    if spec["corruption"] > 0 and not liars:
+        raise InputError("corruption is the probability that a byzantine agent lies, and there is none; accepted: "
+                         "adversary.byzantine > 0 or adversary.agents", key="adversary.corruption")
+    if (liars or spec["link_corruption"] > 0) and not protocol_cls.corruptible:
+        raise InputError(f"protocol {protocol_cls.name!r} exchanges no reward statistics, so an adversary has "
+                         "nothing to corrupt; accepted: no [adversary] section (byzantine = 0, link_corruption = 0)",
+                         key=named if liars else "adversary.link_corruption")
+
+
 def _adversary(scenario: Scenario, streams: Streams) -> Adversary | None:
     spec = scenario.adversary
     agents = scenario.network["agents"]
     if spec["agents"]:
         byzantine = frozenset(spec["agents"])
     elif spec["byzantine"] > 0:
-        count = int(math.floor(spec["byzantine"] * agents + 0.5))
+        count = byzantine_count(spec, agents)
         byzantine = frozenset(int(a) for a in streams.for_("byzantine").choice(agents, count, replace=False))
     else:
         byzantine = frozenset()

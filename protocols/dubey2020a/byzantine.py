@@ -35,6 +35,7 @@ class ByzantineProofMultiAgentUCB(Trials):
         "gamma": gamma_field(),
     }
     kind = "dubey2020a-rewards"
+    corruptible = (kind,)
 
     def setup(self) -> None:
         self.gamma = resolve_gamma(self.params["gamma"], self.sim.network.agent_graph)
