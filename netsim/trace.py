@@ -112,13 +112,16 @@ class Tracer:
         return self._ids - 1
 
     def _identify(self, event: str, key: tuple) -> int:
-        """The id of the message ``key`` names (same-key messages are interchangeable: first in, first out)."""
+        """The id of the message ``key`` names (same-key messages are interchangeable: first in, first out).
+
+        A corruption is matched to the next send on its link at its instant, whatever its due
+        time (a reordering fault may delay the message after the corruption is marked)."""
         if event == "corrupt":
             number = self._new_id()
-            self._corrupted.setdefault(key, deque()).append(number)
+            self._corrupted.setdefault(key[:4], deque()).append(number)
             return number
         if event == "send":
-            waiting = self._corrupted.get(key)
+            waiting = self._corrupted.get(key[:4])
             number = waiting.popleft() if waiting else self._new_id()
             self._flying.setdefault(key, deque()).append(number)
             return number

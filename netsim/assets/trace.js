@@ -23,7 +23,7 @@
   // ---------------------------------------------------------------- time scale
   const delays = M.map((m) => m.due - m.sent).filter((d) => d > 0).sort((a, b) => a - b);
   const typical = delays.length ? delays[Math.floor(delays.length / 2)] : 1;   // median link delay
-  const shortest = delays.length ? delays[0] : 1;
+  const shortest = delays.length ? delays[Math.floor(0.05 * delays.length)] : 1;  // a short delay, not an outlier
   const tStart = (N ? E[0][0] : D.from) - 0.5 * typical;
   const tEnd = Math.max(N ? E[N - 1][0] : D.from, D.end) + 0.5 * typical;
   // messages sent and due at the same instant (zero delay) are staggered down by STAGGER px each,
@@ -37,11 +37,12 @@
     }
   }
   const times = [...new Set(E.map((e) => e[0]))].sort((a, b) => a - b);
-  let gap = Infinity;
-  for (let i = 1; i < times.length; i++) gap = Math.min(gap, times[i] - times[i - 1]);
-  const crowd = Math.max(0, ...perInstant.values());
-  let scale = Math.min(400, Math.max(4, 36 / shortest));                      // px per time unit
-  if (crowd && gap < Infinity) scale = Math.max(scale, ((crowd + 2) * STAGGER) / gap);
+  let room = 0;  // px per time unit that the most crowded instant needs before the next event
+  for (let i = 0; i + 1 < times.length; i++) {
+    const crowd = perInstant.get(times[i]);
+    if (crowd) room = Math.max(room, ((crowd + 2) * STAGGER) / (times[i + 1] - times[i]));
+  }
+  let scale = Math.min(400, Math.max(4, 36 / shortest, room));                // px per time unit
   scale = Math.min(scale, 100000 / Math.max(tEnd - tStart, 1e-9));
   const fade = 1.5 * typical;                                                 // how long a drop's cross stays on the graph
 
@@ -158,8 +159,8 @@
     flying.delete(m);
     if (dots.has(m)) { dots.get(m).remove(); dots.delete(m); }
     if (what === "deliver") {
+      (arrows.get(m) || arrow(m)).querySelector("line").setAttribute("marker-end", headOf(m));
       stretch(m, col[x.dst], ydue(m));
-      arrows.get(m).querySelector("line").setAttribute("marker-end", headOf(m));
       return;
     }
     // a drop: on its link when the message was sent (lost, link down), at the receiver when it was down
