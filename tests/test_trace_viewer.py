@@ -137,18 +137,31 @@ def test_page_is_self_contained_and_holds_the_trace(gis):
     assert sorted(map(tuple, data["edges"])) == [(0, 1), (1, 2), (2, 3), (3, 4)]
 
 
-def test_page_data_marks_drops_and_corruptions():
-    """A lossy byzantine run: every drop and corruption of the trace is a message of the page."""
-    scenario = S.load("dubey2020a-fig1b", ["network.agents=10", "network.p=0.4", "run.horizon=12", "network.loss=0.1",
-                                           "adversary.corruption=0.1", "run.checkpoints=2"])
+def test_every_message_tells_one_story_under_faults_and_the_page_marks_it():
+    """Loss, a crash, duplication, reordering and corruption together: the events of each message id
+    form one of the allowed sequences (module docstring of netsim.trace), a corruption mark names its
+    send's link and instant, and every drop and corruption is a message of the page."""
+    scenario = S.load("dubey2020a-fig1b", [
+        "network.agents=10", "network.p=0.4", "run.horizon=12", "run.checkpoints=2", "network.loss=0.05",
+        "adversary.corruption=0.1", "faults.duplication=0.2", "faults.reorder=0.2",
+        "faults.crashes=[{node=1, start=3, end=8}]"])
     events, sim = T.record(scenario)
-    data = V.data(events, sim, title="byz")
+    stories: dict[int, list[dict]] = {}
+    for e in events:
+        stories.setdefault(e["message"], []).append(e)
+    allowed = {("send", "deliver"), ("send",), ("drop",), ("send", "drop"), ("corrupt", "send", "deliver"),
+               ("corrupt", "send"), ("corrupt", "send", "drop")}
+    seen = {tuple(e["event"] for e in story) for story in stories.values()}
+    assert seen <= allowed, seen - allowed
+    assert {("send", "drop"), ("drop",), ("corrupt", "send", "deliver")} <= seen  # crash, loss, corruption
+    for story in stories.values():
+        assert len({(e["kind"], e["src"], e["dst"], e["sent_at"]) for e in story}) == 1
+    data = V.data(events, sim, title="faults")
     corrupt = {e["message"] for e in events if e["event"] == "corrupt"}
     dropped = {e["message"] for e in events if e["event"] == "drop"}
-    assert corrupt and dropped
     assert sum(m["corrupt"] for m in data["messages"]) == len(corrupt)
     assert sum(m["fate"] == "drop" for m in data["messages"]) == len(dropped)
-    assert len(data["messages"]) == len({e["message"] for e in events})
+    assert len(data["messages"]) == len(stories)
 
 
 # ---------------------------------------------------------------------- the page, in a real browser
