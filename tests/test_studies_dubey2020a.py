@@ -46,7 +46,7 @@ def test_tradeoff_grids():
     delay = studies.load("tradeoff-dubey2020a-delay")
     assert delay.grid["network.delay.mean"][0] == 0.01 and max(delay.grid["network.delay.mean"]) == 10.0
     loss = studies.load("tradeoff-dubey2020a-loss")
-    assert loss.grid["network_loss"] == (0.0, 0.1, 0.2, 0.3)
+    assert loss.grid["network.loss"] == (0.0, 0.1, 0.2, 0.3)
     for study in (delay, loss):
         protocols = {p.scenario.protocol["name"] for p in studies.plan(study, "quick").points}
         assert protocols == {"dubey2020a-private", "dubey2020a-byzantine", "dp-ucb-int", "ucb1", "central-ucb"}

@@ -67,7 +67,7 @@ def test_tradeoff_grids_and_protocols():
     delay = studies.load("tradeoff-feducb-delay")
     assert delay.grid["network.delay.mean"][0] == 0.01 and max(delay.grid["network.delay.mean"]) == 10.0
     loss = studies.load("tradeoff-feducb-loss")
-    assert loss.grid["network_loss"] == (0.0, 0.1, 0.2, 0.3)
+    assert loss.grid["network.loss"] == (0.0, 0.1, 0.2, 0.3)
     for study in (delay, loss):
         points = studies.plan(study, "paper").points
         assert {p.scenario.protocol["name"] for p in points} == {"feducb", "feducb-p2p"}
