@@ -59,3 +59,29 @@ def tables(plan: StudyPlan, results: Mapping[str, TrialResult]) -> dict[str, pd.
             combined = combined[fixed + extras]
         out[name] = combined.reset_index(drop=True)
     return out
+
+
+def report_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """:meth:`netsim.Results.summary` as ``report.html`` shows it: one row per variant and grid point
+    with ``variant``, the parameters by their dotted keys, ``protocol``, ``trials``, ``unfinished``,
+    ``failed``, then per metric its mean, ``METRIC ±`` (the half-width of the 95 % interval) and,
+    where some trial that did not fail had no value, ``METRIC n``."""
+    params = summary.attrs.get("params", {})
+    metrics = list(dict.fromkeys(summary["metric"]))
+    rows = []
+    for start in range(0, len(summary), len(metrics)):  # the summary lists every metric of a point in turn
+        block = summary.iloc[start:start + len(metrics)]
+        first = block.iloc[0]
+        row = {"variant": first["variant"], **{key: first[column] for column, key in params.items()},
+               **{c: first[c] for c in ("protocol", "trials", "unfinished", "failed")}}
+        for _, line in block.iterrows():
+            row[line["metric"]] = line["mean"]
+            row[f"{line['metric']} ±"] = (line["hi"] - line["lo"]) / 2
+            row[f"{line['metric']} n"] = line["n"]
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    for metric in metrics:  # an n column is shown only where some trial had no value
+        column = f"{metric} n"
+        if (table[column] == table["trials"] - table["failed"]).all():
+            table = table.drop(columns=column)
+    return table
