@@ -36,11 +36,29 @@ examples:
   netsim explain network.delay             what a key (or a result column such as comm_cost) means
   netsim schema --out netsim-scenario.schema.json   a JSON Schema of scenario files for editors
   netsim plot results/quickstart
-  netsim trace li2022-gis-path5 --until 250 --kinds gis-adv,gis-req,gis-data --out trace.jsonl
+  netsim trace li2022-gis-path5 --until 250 --out trace.html   replay the messages in a browser
   netsim sweep quickstart --grid network.agents=5,10 --grid network.topology=ring,complete --trials 4
   netsim run quickstart --executor dask --scheduler tcp://SCHEDULER-HOST:8786
   netsim audit laplace --epsilon 0.5       empirical privacy audit (netsim audit --all: every mechanism)
   netsim run my.toml --plugin my_protocol.py   a protocol from a file (or NETSIM_PLUGINS=my_protocol.py)
+"""
+
+
+TRACE_HELP = """\
+Run trial 0 of a scenario with tracing on and write its messages: every send, delivery, drop and
+corruption. The suffix of each --out file chooses what it holds:
+
+  .html   a self-contained page (works offline) that replays the trace: the graph with messages
+          moving along their links by kind, drops crossed, corruptions dashed in vermillion, the
+          sequence diagram beside it; play / pause, step, speed, a time slider
+  .jsonl  one JSON object per event; payloads as JSON data (lists, numbers, objects)
+  .png    the sequence diagram beside the graph with its link-built counts
+
+--out repeats; without it, all three go to results/<name>/trace.html, trace.jsonl, trace.png.
+The legends list message kinds in protocol order (the order the trial first sent them).
+
+example:
+  netsim trace li2022-gis-path5 --until 250 --out trace.html --out trace.jsonl
 """
 
 
@@ -137,15 +155,17 @@ def build_parser() -> argparse.ArgumentParser:
                                         "definitions netsim validates with. Point an editor's TOML plug-in at it.")
     schema.add_argument("--out", type=Path, default=None, help="file to write (default: standard output)")
 
-    trace = sub.add_parser("trace", help="message-level timeline (JSON lines) and a sequence diagram",
-                           description="Run trial 0 of a scenario with tracing on; write every send, delivery, "
-                                       "drop and corruption as JSON lines to --out and a sequence diagram with "
-                                       "the graph's link-built counts to --out + '.png'.")
+    trace = sub.add_parser("trace", help="replay one trial's messages: a viewer page, JSON lines, a sequence diagram",
+                           description=TRACE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     trace.add_argument("scenario", help="scenario file or bundled name")
-    trace.add_argument("--until", type=float, help="stop at this time (default: the horizon)")
+    trace.add_argument("--from", dest="start", type=float, default=None, metavar="T",
+                       help="keep the messages sent at or after T (the trial still runs from 0; default 0)")
+    trace.add_argument("--until", type=float, metavar="T", help="stop the trial at T (default: the horizon)")
     trace.add_argument("--agents", help="comma-separated node ids: keep messages from or to them")
     trace.add_argument("--kinds", help="comma-separated message kinds to keep, e.g. gis-adv,gis-req,gis-data")
-    trace.add_argument("--out", type=Path, default=None, help="JSON-lines file (default: results/<name>/trace.jsonl)")
+    trace.add_argument("--out", type=Path, action="append", default=None, metavar="FILE",
+                       help="FILE.html (viewer page), FILE.jsonl (JSON lines) or FILE.png (sequence diagram); "
+                            "repeatable (default: results/<name>/trace.html, .jsonl and .png)")
     trace.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a scenario key (repeatable)")
 
@@ -267,8 +287,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     written = _save(results, out, format=args.format, plots=not args.no_plots)
     if written is None:
         return 130
-    table = results.summary()
-    with_pd_options(lambda: print(table.to_string(float_format=lambda v: f"{v:,.4g}")))
+    print_summary(results)
     from netsim.results import status_line
 
     print(f"\n{status_line(results.trials)}")
@@ -315,8 +334,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     written = _save(results, out, plots=not args.no_plots)
     if written is None:
         return 130
-    table = results.summary()
-    with_pd_options(lambda: print(table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")))
+    print_summary(results)
     print(f"\nwrote {', '.join(written)} to {out}/")
     return 0
 
@@ -349,11 +367,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     written = _save(results, out, plots=not args.no_plots)
     if written is None:
         return 130
-    from netsim.studies.report import number
-
-    table = results.summary()
-    with_pd_options(lambda: print(table.to_string(index=False, float_format=number)))
-    print("\n(± is the half-width of the 95% Student-t interval over the trials)")
+    print_summary(results)
     figures = sorted(p.name for p in written.values() if p.suffix == ".png")
     print(f"wrote study.csv, study_agents.csv, study_timeseries.csv, meta.json to {out}/")
     if figures:
@@ -362,6 +376,17 @@ def cmd_study(args: argparse.Namespace) -> int:
     print("next: netsim list (every study and scenario); netsim study NAME --scale paper --jobs 2 (a paper figure "
           "at the paper's size); netsim show SCENARIO (every key a variant can set)")
     return 0
+
+
+def print_summary(results) -> None:
+    """Print ``results.summary()`` with its group columns and ``metric`` as the index (repeats not shown)."""
+    from netsim.resultset import SUMMARY_STATS
+
+    table = results.summary()
+    groups = [c for c in table.columns if c not in ("metric", *SUMMARY_STATS)]
+    shown = table.set_index([*groups, "metric"])
+    with_pd_options(lambda: print(shown.to_string(float_format=lambda v: f"{v:,.4g}")))
+    print("(n: trials with a value, failed ones left out; lo, hi: the 95% Student-t interval of the mean)")
 
 
 def with_pd_options(fn):
@@ -497,21 +522,43 @@ def _id_list(text: str | None, flag: str) -> list[int] | None:
 def cmd_trace(args: argparse.Namespace) -> int:
     from netsim import scenario as S
     from netsim import trace as T
-    from netsim.results import atomic_write
 
-    if args.until is not None and not (math.isfinite(args.until) and args.until > 0):
-        raise InputError(f"--until {args.until:g}: accepted: a finite time > 0")
+    start = 0.0 if args.start is None else args.start
+    if not (math.isfinite(start) and start >= 0):
+        raise InputError(f"--from {start:g}: accepted: a finite time >= 0")
+    if args.until is not None and not (math.isfinite(args.until) and args.until > start):
+        raise InputError(f"--until {args.until:g}: accepted: a finite time > 0 and after --from ({start:g})")
+    for path in args.out or []:
+        if path.suffix.lower() not in T.FORMATS:
+            accepted = ", ".join(f"{suffix} ({what})" for suffix, what in T.FORMATS.items())
+            raise InputError(f"--out {str(path)!r}: unknown suffix {path.suffix or '(none)'!r}; accepted: {accepted}")
     scenario = S.load(args.scenario, args.overrides)
-    out = output_path(args.out, Path("results") / scenario.name / "trace.jsonl", folder=False)
+    if args.out:
+        outs = [output_path(path, path, folder=False) for path in dict.fromkeys(args.out)]
+    else:
+        folder = output_path(None, Path("results") / scenario.name / "trace.html", folder=False).parent
+        outs = [folder / f"trace{suffix}" for suffix in T.FORMATS]
     agents = _id_list(args.agents, "--agents")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
-    events, sim = T.record(scenario, until=args.until, agents=agents, kinds=kinds)
-    atomic_write(out, T.to_json_lines(events))
-    picture = out.with_name(out.name + ".png")
-    atomic_write(picture, T.draw(events, sim, title=scenario.name))
+    events, sim = T.record(scenario, start=start, until=args.until, agents=agents, kinds=kinds)
+    for path in outs:
+        write_trace(path, T.render(path.suffix.lower(), events, sim, title=scenario.name, start=start))
     fates = {fate: sum(1 for e in events if e["event"] == fate) for fate in ("send", "deliver", "drop", "corrupt")}
-    print(", ".join(f"{n} {fate}" for fate, n in fates.items()) + f"; wrote {out} and {picture}")
+    print(", ".join(f"{n} {fate}" for fate, n in fates.items()) + f"; wrote {', '.join(map(str, outs))}")
+    from netsim.viewer import LARGE
+
+    messages = len({e["message"] for e in events})
+    if messages > LARGE and any(path.suffix.lower() == ".html" for path in outs):
+        print(f"netsim: the page holds {messages:,} messages and may be slow; narrow the trace with --from, --until, "
+              "--agents or --kinds", file=sys.stderr)
     return 0
+
+
+def write_trace(path: Path, data: bytes) -> None:
+    """Write one ``netsim trace`` output file (the one place the command writes)."""
+    from netsim.results import atomic_write
+
+    atomic_write(path, data)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:

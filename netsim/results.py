@@ -184,18 +184,6 @@ def read_table(folder: Path, name: str) -> pd.DataFrame:
     raise FileNotFoundError(folder / f"{name}.csv")
 
 
-def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean, std, min and max over the trials of ``frame`` (a trials table) of the headline columns,
-    and ``n``, the number of trials with a value: a column a protocol leaves undefined (NaN) in
-    unfinished trials, such as ``correct``, shows over how many trials its mean is taken."""
-    columns = ["group_regret", "mean_agent_regret", "comm_cost", "links_agent_agent", "links_server_agent",
-               "messages_sent", "messages_corrupted", "rounds"]
-    columns += [c for c in frame.columns if c not in TRIAL_COLUMNS and not c.startswith("sent_")
-                and pd.api.types.is_numeric_dtype(frame[c])]
-    table = frame[columns].agg(["mean", "std", "min", "max", "count"]).T
-    return table.rename(columns={"count": "n"}).astype({"n": int})
-
-
 def status_line(frame: pd.DataFrame) -> str:
     """``"trials: 3 (2 ok, 1 unfinished: <reason>)"``: how the trials of a trials table ended."""
     counts = frame["status"].value_counts()

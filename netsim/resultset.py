@@ -10,6 +10,14 @@ Every table carries ``scenario`` and ``protocol`` columns and, for a sweep, one 
 key and the ``point`` index in front, so that tables of several runs can be concatenated and
 plotted by any of them without further labelling.
 
+Parameter columns are named for pandas: the dotted scenario key with its dots replaced by
+underscores (:func:`column_name`: ``network.agents`` → ``network_agents``), so that
+``trials.query("network_agents == 5")`` and ``trials.network_agents`` work; the dotted key of
+each is kept in :attr:`Results.params` and in every table's ``attrs["params"]`` (column → key).
+The files keep the dotted keys as column names (``sweep.csv``, ``study.csv``): they are the keys
+``--grid`` and study files name, what the figures read and what earlier result folders hold;
+:meth:`Results.save` and :meth:`Results.load` translate.
+
 On disk a run is ``trials``, ``agents``, ``timeseries`` and ``timings`` tables and ``meta.json``
 (the files of ``netsim run``); a sweep is ``sweep``, ``sweep_agents``, ``sweep_timeseries`` and
 ``meta.json`` (those of ``netsim sweep``); a study is ``study``, ``study_agents``,
@@ -26,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from netsim import files
@@ -57,6 +66,15 @@ def _is_figure(relative: str, *, study: bool) -> bool:
     return top or (study and drawn)
 
 
+#: the summary's statistics columns, after the group columns and ``metric``
+SUMMARY_STATS = ("trials", "unfinished", "failed", "n", "mean", "std", "lo", "hi")
+
+
+def column_name(key: str) -> str:
+    """The DataFrame column of the dotted scenario key ``key``: ``network.agents`` → ``network_agents``."""
+    return key.replace(".", "_")
+
+
 class FiguresInterrupted(KeyboardInterrupt):
     """Ctrl-C while the figures were drawn: the tables of the folder (``args[0]``) are complete."""
 
@@ -84,7 +102,8 @@ class Results:
         ``"run"``, ``"sweep"`` or ``"study"``: the file layout :meth:`save` writes (:data:`LAYOUTS`).
     params:
         The parameter columns (a sweep's grid keys; a study's grid keys and the scenario keys its
-        figures use), in front of every table.
+        figures use), in front of every table: column name → dotted scenario key (e.g.
+        ``{"network_agents": "network.agents"}``; see :func:`column_name`).
     meta:
         What ``meta.json`` holds (plain JSON data): the resolved scenario or the sweep's plan,
         seed, versions, times, command.
@@ -94,7 +113,7 @@ class Results:
     """
 
     def __init__(self, trials: pd.DataFrame, agents: pd.DataFrame, timeseries: pd.DataFrame, *, kind: str = "run",
-                 params: Sequence[str] = (), meta: Mapping[str, Any] | None = None,
+                 params: Mapping[str, str] | None = None, meta: Mapping[str, Any] | None = None,
                  timings: pd.DataFrame | None = None):
         if kind not in LAYOUTS:
             raise ValueError(f"kind {kind!r}: accepted: {', '.join(LAYOUTS)}")
@@ -102,14 +121,24 @@ class Results:
         self.agents = agents
         self.timeseries = timeseries
         self.kind = kind
-        self.params = list(params)
+        self.params: dict[str, str] = dict(params or {})
+        for frame in (trials, agents, timeseries):
+            frame.attrs["params"] = dict(self.params)
         self.meta = dict(meta or {})
         self.timings = timings
 
     @classmethod
     def from_tables(cls, kind: str, tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any],
                     params: Sequence[str] = ()) -> Results:
-        """Results from tables in their file layout (``agents`` and ``timeseries`` without labels)."""
+        """Results from tables in their file layout (``agents`` and ``timeseries`` without labels,
+        parameter columns named by their dotted keys ``params``)."""
+        columns = {key: column_name(key) for key in params}
+        renamed = {column for key, column in columns.items() if column != key}
+        if len(set(columns.values())) < len(columns) or renamed & set(tables["trials"].columns):
+            raise ValueError(f"parameters {list(params)}: two of them, or one and a table column, share a name "
+                             "once their dots are underscores")
+        tables = {name: frame.rename(columns=columns) if name != "timings" else frame
+                  for name, frame in tables.items()}
         trials = tables["trials"].reset_index(drop=True)
         key = "point" if "point" in trials.columns else "trial"
         lookup = trials.drop_duplicates(key).set_index(key)
@@ -121,16 +150,18 @@ class Results:
                 frame.insert(at + offset, label, frame[key].map(lookup[label]))
             return frame
 
-        return cls(trials, labelled(tables["agents"]), labelled(tables["timeseries"]), kind=kind, params=params,
-                   meta=meta, timings=tables.get("timings"))
+        return cls(trials, labelled(tables["agents"]), labelled(tables["timeseries"]), kind=kind,
+                   params={column: key for key, column in columns.items()}, meta=meta, timings=tables.get("timings"))
 
     # ------------------------------------------------------------------ files
     def tables(self) -> dict[str, pd.DataFrame]:
-        """File name (without extension) → table, in the layout of :meth:`save`."""
+        """File name (without extension) → table, in the layout of :meth:`save` (parameter columns
+        named by their dotted keys)."""
         names = LAYOUTS[self.kind]
-        out = {names["trials"]: self.trials,
-               names["agents"]: self.agents.drop(columns=list(LABELS)),
-               names["timeseries"]: self.timeseries.drop(columns=list(LABELS))}
+        dotted = dict(self.params)
+        out = {names["trials"]: self.trials.rename(columns=dotted),
+               names["agents"]: self.agents.drop(columns=list(LABELS)).rename(columns=dotted),
+               names["timeseries"]: self.timeseries.drop(columns=list(LABELS)).rename(columns=dotted)}
         if self.timings is not None:
             out["timings"] = self.timings
         return out
@@ -168,8 +199,9 @@ class Results:
         if self.kind == "sweep":
             from netsim.sweeps import draw
 
-            points = [{key: point[key] for key in self.params} for point in self.meta["points"]]
-            return draw(folder, self.params, points, self.tables()["sweep_timeseries"], self.title)
+            keys = list(self.params.values())
+            points = [{key: point[key] for key in keys} for point in self.meta["points"]]
+            return draw(folder, keys, points, self.tables()["sweep_timeseries"], self.title)
         from netsim.plots import write_figures
 
         return write_figures(folder, self.timeseries, self.title)
@@ -208,19 +240,64 @@ class Results:
             return str(self.meta["scenario"]["name"])
         return ", ".join(map(str, self.trials["scenario"].unique()))
 
-    def summary(self) -> pd.DataFrame:
-        """The terminal summary: per headline column mean, std, min, max and n (a run), per-point means
-        (a sweep), or per variant and point means with their 95 % t intervals (a study)."""
+    def summary(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+        """One row per point and metric: how many trials, how they ended, and the metric's statistics.
+
+        The same shape for a run (one point), a sweep and a study: the group columns (a study's
+        ``variant``; the parameter columns; ``scenario``, ``protocol``), then ``metric``, ``trials``,
+        ``unfinished``, ``failed``, and over the trials that did not fail: ``n`` (those with a
+        value: a protocol leaves some columns empty in unfinished trials), ``mean``, ``std``
+        (sample standard deviation) and ``lo``, ``hi`` (the 95 % Student-t interval of the mean;
+        with one value, the value). A tidy table: ``summary().query("metric == 'group_regret'")``,
+        ``.pivot_table(index="variant", columns="metric", values="mean")``.
+
+        Parameters
+        ----------
+        metrics:
+            Columns of ``trials`` to summarise. Default: a run's headline columns (regret,
+            communication, links, messages, rounds) and a sweep's (regret, communication cost,
+            messages), each followed by the protocol's numeric columns; a study's figure metrics
+            and communication columns.
+        """
+        from netsim.studies.stats import interval
+
+        frame = self.trials
+        if metrics is None:
+            metrics = self._default_metrics()
+        unknown = [m for m in metrics if m not in frame.columns]
+        if unknown:
+            raise InputError(f"summary metrics {unknown}: accepted: columns of trials, e.g. group_regret, comm_cost")
+        front = (["variant"] if self.kind == "study" else []) + list(self.params) + list(LABELS)
+        groups = frame.groupby("point", sort=True) if "point" in frame.columns else [(0, frame)]
+        rows = []
+        for _, group in groups:
+            first = group.iloc[0]
+            counts = {"trials": len(group), "unfinished": int((group["status"] == "unfinished").sum()),
+                      "failed": int((group["status"] == "failed").sum())}
+            kept = group[group["status"] != "failed"]
+            for metric in metrics:
+                values = pd.to_numeric(kept[metric], errors="coerce").to_numpy(dtype=float)
+                mean, lo, hi, n = interval(values)
+                std = float(np.nanstd(values, ddof=1)) if n > 1 else float("nan")
+                rows.append({**{c: first[c] for c in front}, "metric": metric, **counts, "n": n, "mean": mean,
+                             "std": std, "lo": lo, "hi": hi})
+        table = pd.DataFrame(rows, columns=[*front, "metric", *SUMMARY_STATS])
+        table.attrs["params"] = dict(self.params)
+        return table
+
+    def _default_metrics(self) -> list[str]:
         if self.kind == "study":
             from netsim.studies import metrics, study_from_meta
-            from netsim.studies.tables import summary
 
-            return summary(self.trials, metrics(study_from_meta(self.meta)), self.params)
-        if self.kind == "sweep":
-            from netsim.sweeps import summary
+            return [m for m in metrics(study_from_meta(self.meta)) if m in self.trials.columns]
+        from netsim.studies.tables import HEADLINE
 
-            return summary(self.params, self.trials)
-        return R.summary(self.trials)
+        headline = list(HEADLINE) if self.kind == "sweep" else [
+            "group_regret", "mean_agent_regret", "comm_cost", "links_agent_agent", "links_server_agent",
+            "messages_sent", "messages_corrupted", "rounds"]
+        front = set(self.params) | {"point", "variant", "study"}
+        return headline + [c for c in self.trials.columns if c not in R.TRIAL_COLUMNS and c not in front
+                           and not c.startswith("sent_") and pd.api.types.is_numeric_dtype(self.trials[c])]
 
     def plot(self, y: str = "group_regret", *, by: str | None = None, ax: Axes | None = None) -> Figure:
         """``y`` over time: the mean over trials with a min-max band, one line per value of ``by``.
@@ -230,9 +307,9 @@ class Results:
         y:
             A column of ``timeseries``: ``group_regret``, ``mean_agent_regret`` or ``comm_cost``.
         by:
-            The column whose values get one line each (default: the first grid key of a sweep,
-            else ``scenario`` when the tables hold several scenarios, else one line); rows
-            differing only in other columns are pooled.
+            The column whose values get one line each, or a parameter's dotted key (default: the
+            first grid key of a sweep, else ``scenario`` when the tables hold several scenarios,
+            else one line); rows differing only in other columns are pooled.
         ax:
             Draw on these axes (default: a new figure).
 
@@ -246,14 +323,17 @@ class Results:
         from netsim.plots import ShownFigure, style
 
         data = self.timeseries
+        by = {key: column for column, key in self.params.items()}.get(by, by)
         for column, what in ((y, "y"), (by, "by")):
             if column is not None and column not in data.columns:
                 raise InputError(f"plot {what}={column!r}: accepted: {', '.join(map(str, data.columns))}")
         if by is None:
             if self.kind == "study":
                 by = "variant"
-            else:
-                by = self.params[0] if self.params else ("scenario" if data["scenario"].nunique() > 1 else None)
+            elif self.params:
+                by = next(iter(self.params))
+            elif data["scenario"].nunique() > 1:
+                by = "scenario"
         hue: dict[str, Any] = {}
         if by is not None:
             data = data.assign(**{by: data[by].map(str)})
@@ -269,6 +349,6 @@ class Results:
         return ax.figure
 
     def __repr__(self) -> str:
-        what = {"sweep": f"sweep over {', '.join(self.params)}", "study": "study"}.get(self.kind, "run")
+        what = {"sweep": f"sweep over {', '.join(self.params.values())}", "study": "study"}.get(self.kind, "run")
         return (f"<Results: {what} of {self.title}; {len(self.trials)} trial row(s), {len(self.agents)} agent row(s), "
                 f"{len(self.timeseries)} time-series row(s)>")

@@ -28,7 +28,8 @@ def cli(*argv: str) -> None:
 
 
 def assert_same(frame: pd.DataFrame, file: pd.DataFrame) -> None:
-    """``frame`` holds the columns of ``file``, with the same values, in the same rows."""
+    """``frame`` holds the columns of ``file`` (parameters named for pandas), with the same values, in the same rows."""
+    file = file.rename(columns=lambda c: c.replace(".", "_"))
     missing = [c for c in file.columns if c not in frame.columns]
     assert not missing
     pd.testing.assert_frame_equal(frame[list(file.columns)].reset_index(drop=True), file, check_dtype=False,
@@ -66,7 +67,7 @@ def test_run_tables_are_the_cli_files_with_labels(tmp_path):
     meta = json.loads((tmp_path / "cli" / "meta.json").read_text())
     assert meta["scenario"] == results.meta["scenario"] and meta["seed"] == results.meta["seed"] == 5
     loaded = netsim.Results.load(tmp_path / "cli")
-    assert loaded.kind == "run" and loaded.params == []
+    assert loaded.kind == "run" and loaded.params == {}
     for name in RUN_FILES:
         pd.testing.assert_frame_equal(getattr(loaded, name), getattr(results, name), check_dtype=False,
                                       check_exact=True)
@@ -79,23 +80,27 @@ def test_sweep_tables_are_the_cli_files_with_labels(tmp_path):
         "--trials", "2", "--seed", "3", *SMALL_FLAGS, "--no-plots", "--out", str(tmp_path / "cli"))
     files = {name: pd.read_csv(tmp_path / "cli" / f"{file}.csv") for name, file in SWEEP_FILES.items()}
 
-    assert results.kind == "sweep" and results.params == list(grid)
-    assert list(results.trials.columns) == list(files["trials"].columns)
+    params = {"network_agents": "network.agents", "protocol_name": "protocol.name"}
+    assert results.kind == "sweep" and results.params == params
+    # the files keep the dotted keys; the DataFrames name them for pandas, the keys in attrs
+    assert list(files["trials"].columns[:2]) == list(grid)
+    assert list(results.trials.columns) == [c.replace(".", "_") for c in files["trials"].columns]
     for name in SWEEP_FILES:
         frame = getattr(results, name)
-        assert list(frame.columns[:5]) == ["network.agents", "protocol.name", "point", "scenario", "protocol"]
-        assert (frame["protocol"] == frame["protocol.name"]).all()  # the label follows the grid point
+        assert list(frame.columns[:5]) == ["network_agents", "protocol_name", "point", "scenario", "protocol"]
+        assert frame.attrs["params"] == params
+        assert (frame["protocol"] == frame["protocol_name"]).all()  # the label follows the grid point
         assert_same(frame, files[name])
-    assert sorted(results.trials.groupby(list(grid)).size().items()) == [
+    assert sorted(results.trials.groupby(list(params)).size().items()) == [
         ((3, "central-ucb"), 2), ((3, "ucb1"), 2), ((4, "central-ucb"), 2), ((4, "ucb1"), 2)]
     per_point = results.agents.groupby("point")
-    assert (per_point.size() == per_point["network.agents"].first() * 2).all()  # agents x trials rows
+    assert (per_point.size() == per_point["network_agents"].first() * 2).all()  # agents x trials rows
 
     results.save(tmp_path / "api", plots=False)
     for file in SWEEP_FILES.values():
         assert (tmp_path / "api" / f"{file}.csv").read_bytes() == (tmp_path / "cli" / f"{file}.csv").read_bytes()
     loaded = netsim.Results.load(tmp_path / "cli")
-    assert loaded.kind == "sweep" and loaded.params == list(grid)
+    assert loaded.kind == "sweep" and loaded.params == params
     for name in SWEEP_FILES:
         pd.testing.assert_frame_equal(getattr(loaded, name), getattr(results, name), check_dtype=False,
                                       check_exact=True)
@@ -107,7 +112,7 @@ def test_plot_draws_one_line_per_value_ending_at_the_trials_mean(tmp_path):
     ax = figure.axes[0]
     lines = {text.get_text(): line for text, line in zip(ax.get_legend().get_texts(), ax.get_lines(), strict=False)}
     assert set(lines) == {"ucb1", "central-ucb"}
-    final = results.trials.groupby("protocol.name")["group_regret"].mean()
+    final = results.trials.groupby("protocol_name")["group_regret"].mean()
     for name, line in lines.items():
         assert line.get_xdata()[-1] == 200.0
         assert line.get_ydata()[-1] == pytest.approx(final[name], rel=1e-12)
@@ -117,6 +122,9 @@ def test_plot_draws_one_line_per_value_ending_at_the_trials_mean(tmp_path):
     assert {"regret_by_protocol.name.png", "meta.json", "sweep.csv"} <= set(written)
     with pytest.raises(netsim.InputError, match="by='nope'"):
         results.plot(by="nope")
+    # by= takes the column or the dotted key
+    by_key = results.plot(by="protocol.name").axes[0]
+    assert [t.get_text() for t in by_key.get_legend().get_texts()] == ["ucb1", "central-ucb"]
 
 
 def test_with_is_the_same_as_set_and_a_table_replaces_a_section():
@@ -181,3 +189,59 @@ def test_sweep_takes_a_scenario_object_and_numpy_values_and_resumes_from_out(tmp
     assert again.meta["units_run"] == 0 and again.meta["units_reused"] == 4
     pd.testing.assert_frame_equal(again.trials, first.trials)
     assert (Path(tmp_path) / "units").is_dir()
+
+
+# ---------------------------------------------------------------------- pandas habits
+def test_sweep_trials_answer_query_by_parameter_column():
+    results = netsim.sweep("quickstart", {"network.agents": [3, 5]}, trials=2, set=SMALL)
+    five = results.trials.query("network_agents == 5")
+    assert len(five) == 2 and set(five["agents"]) == {5} and set(five["trial"]) == {0, 1}
+    assert five.attrs["params"] == {"network_agents": "network.agents"}  # the dotted key, kept
+    assert list(results.trials.network_agents) == [3, 3, 5, 5]
+    assert len(results.agents.query("network_agents == 5")) == 5 * 2
+    assert results.timeseries.query("network_agents == 3 and time == 200")["group_regret"].tolist() == \
+        results.trials.query("network_agents == 3")["group_regret"].tolist()
+
+
+def _expected(values: list[float]) -> tuple[float, float, float, float]:
+    """mean, sample std, and the 95 % t interval, by scipy (independent of netsim.studies.stats)."""
+    import numpy as np
+    import scipy.stats as sps
+
+    data = np.asarray(values, dtype=float)
+    lo, hi = sps.t.interval(0.95, len(data) - 1, loc=data.mean(), scale=sps.sem(data))
+    return float(data.mean()), float(data.std(ddof=1)), float(lo), float(hi)
+
+
+def test_summary_has_one_shape_for_run_sweep_and_study(tmp_path):
+    from netsim.resultset import SUMMARY_STATS
+
+    run = netsim.run("quickstart", trials=3, set=SMALL)
+    sweep = netsim.sweep("quickstart", {"network.agents": [3, 5]}, trials=3, set=SMALL)
+    (tmp_path / "s.toml").write_text(
+        'title = "two"\n'
+        'scale.quick = { trials = 3, note = "tiny", set = { "run.horizon" = 200, "run.checkpoints" = 10 } }\n'
+        'scale.paper = { trials = 3, note = "tiny" }\n'
+        'grid = { "network.agents" = [3, 5] }\n'
+        'variant = [{ name = "alone", scenario = "quickstart" }]\n'
+        'figure = [{ name = "final", kind = "final", x = "network.agents", y = "group_regret" }]\n')
+    study = netsim.study(tmp_path / "s.toml")
+    tail = ["metric", *SUMMARY_STATS]
+    shapes = {"run": ["scenario", "protocol", *tail], "sweep": ["network_agents", "scenario", "protocol", *tail],
+              "study": ["variant", "network_agents", "scenario", "protocol", *tail]}
+    for kind, results in (("run", run), ("sweep", sweep), ("study", study)):
+        table = results.summary(["group_regret", "comm_cost"])
+        assert list(table.columns) == shapes[kind], kind
+        assert list(table["metric"]) == ["group_regret", "comm_cost"] * (1 if kind == "run" else 2)
+        for _, row in table.iterrows():
+            rows = results.trials if kind == "run" else results.trials.query(
+                f"network_agents == {row['network_agents']}")
+            assert (row["trials"], row["n"], row["failed"]) == (3, 3, 0)
+            if row["metric"] == "comm_cost":  # ucb1 never communicates: no spread
+                assert (row["mean"], row["std"]) == (0, 0)
+                continue
+            mean, std, lo, hi = _expected(rows[row["metric"]].tolist())
+            assert [row["mean"], row["std"], row["lo"], row["hi"]] == pytest.approx([mean, std, lo, hi], rel=1e-9)
+    assert run.summary().query("metric == 'rounds'")["n"].item() == 3
+    with pytest.raises(netsim.InputError, match="summary metrics"):
+        run.summary(["nope"])

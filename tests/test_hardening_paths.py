@@ -44,7 +44,7 @@ def _files(root: Path) -> set[str]:
     (["run", "quickstart", *QUICK], ["results"]),
     (["sweep", "quickstart", "--grid", "network.agents=3,4", "--trials", "2", *QUICK, "--jobs", "2", "--out", "OUT"],
      ["OUT"]),
-    (["trace", "quickstart", "--until", "5", "--out", "OUT/t.jsonl"], ["OUT"]),  # and t.jsonl.png beside it
+    (["trace", "quickstart", "--until", "5", "--out", "OUT/t.jsonl"], ["OUT"]),
 ])
 def test_nothing_is_written_outside_the_output(tmp_path, argv, allowed):
     """One process per command, with its own HOME and TMPDIR; afterwards the only new paths are the output's.
@@ -75,7 +75,8 @@ def test_every_file_follows_the_umask(tmp_path):
         assert main(["run", "quickstart", *QUICK, "--no-plots", "--out", str(tmp_path / "run")]) == 0
         assert main(["sweep", "quickstart", "--grid", "network.agents=3,4", "--trials", "2", *QUICK, "--no-plots",
                      "--out", str(tmp_path / "sweep")]) == 0
-        assert main(["trace", "quickstart", "--until", "5", "--out", str(tmp_path / "trace" / "t.jsonl")]) == 0
+        assert main(["trace", "quickstart", "--until", "5", "--out", str(tmp_path / "trace" / "t.jsonl"),
+                     "--out", str(tmp_path / "trace" / "t.png")]) == 0
     finally:
         os.umask(previous)
     modes = _modes(tmp_path)

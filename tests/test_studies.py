@@ -287,14 +287,14 @@ def test_rerun_reuses_every_unit_and_gives_the_same_tables(tiny, tmp_path, capsy
 def test_python_api_gives_the_command_line_tables(tiny):
     meta = json.loads((tiny / "meta.json").read_text())
     results = netsim.study(meta["study"]["file"], scale="quick")
-    assert results.kind == "study" and results.params == ["network.agents"]
+    assert results.kind == "study" and results.params == {"network_agents": "network.agents"}
     cli = netsim.Results.load(tiny)
     for name, frame in results.tables().items():
         assert frame.to_csv(index=False) == cli.tables()[name].to_csv(index=False), name
-    assert {"study", "variant", "scenario", "protocol", "network.agents"} <= set(results.timeseries.columns)
-    summary = results.summary()
+    assert {"study", "variant", "scenario", "protocol", "network_agents"} <= set(results.timeseries.columns)
+    summary = results.summary().query("metric == 'group_regret'")
     assert list(summary["variant"]) == ["isolated"] * 2 + ["pooled"] * 2 + ["flooding"] * 2
-    assert {"group_regret", "group_regret ±", "unfinished", "failed"} <= set(summary.columns)
+    assert {"mean", "lo", "hi", "unfinished", "failed"} <= set(summary.columns)
 
 
 def test_plot_redraws_a_study_folder(tiny, capsys):
@@ -337,7 +337,7 @@ def test_unfinished_trials_are_counted_not_averaged(tmp_path, capsys):
     assert "trials: 2 (2 unfinished)" in printed and "before the last epoch identified an arm" in printed
     table = pd.read_csv(out / "trials.csv")
     assert (table["status"] == "unfinished").all() and table["correct"].isna().all()
-    summary = netsim.Results.load(out).summary()
+    summary = netsim.Results.load(out).summary().set_index("metric")
     assert summary.loc["correct", "n"] == 0 and summary.loc["group_regret", "n"] == 2
 
 
@@ -555,7 +555,7 @@ def test_a_variant_off_the_grid_runs_once_and_is_drawn_as_a_reference(references
     trials = results.trials
     assert len(trials) == (2 + 2 + 1) * 3
     pooled = trials[trials["variant"] == "pooled"]
-    assert pooled["network.agents"].isna().all() and (pooled["agents"] == 4).all()
+    assert pooled["network_agents"].isna().all() and (pooled["agents"] == 4).all()
     data = figure_csv(folder, "against-agents")
     line = data[data["hue"] == "pooled"]
     assert len(line) == 1 and math.isnan(line["x"].item())
@@ -577,9 +577,9 @@ def test_paired_differences_from_a_baseline_match_an_independent_computation(ref
     data = figure_csv(folder, "difference")
     # the baseline itself is not drawn, nor the off-grid variant (no partner at its empty grid value)
     assert set(data["hue"]) == {"flooding"}
-    base = trials[trials["variant"] == "isolated"].set_index(["network.agents", "trial"])["group_regret"]
+    base = trials[trials["variant"] == "isolated"].set_index(["network_agents", "trial"])["group_regret"]
     for agents in (3, 5):
-        mine = trials[(trials["variant"] == "flooding") & (trials["network.agents"] == agents)]
+        mine = trials[(trials["variant"] == "flooding") & (trials["network_agents"] == agents)]
         diff = mine["group_regret"].to_numpy() - base.loc[[(agents, t) for t in mine["trial"]]].to_numpy()
         row = data[(data["hue"] == "flooding") & (data["x"] == agents)]
         assert [row["mean"].item(), row["lo"].item(), row["hi"].item()] == pytest.approx(expected_interval(diff))
@@ -587,7 +587,7 @@ def test_paired_differences_from_a_baseline_match_an_independent_computation(ref
     series = results.timeseries
     over = figure_csv(folder, "difference-over-time")
     base = series[series["variant"] == "pooled"].set_index(["trial", "time"])["group_regret"]
-    mine = series[(series["variant"] == "isolated") & (series["network.agents"] == 5)]
+    mine = series[(series["variant"] == "isolated") & (series["network_agents"] == 5)]
     last = mine["time"].max()
     at = mine[mine["time"] == last]
     diff = at["group_regret"].to_numpy() - base.loc[[(t, last) for t in at["trial"]]].to_numpy()

@@ -86,7 +86,7 @@ def test_tradeoff_study_runs_and_draws(name, tmp_path):
     flooding = trials[trials["protocol"].str.startswith("dubey2020a")]
     assert (flooding["messages_sent"] > 0).all()
     if name.endswith("loss"):
-        lossless = flooding[flooding["network.loss"] == 0.0]
+        lossless = flooding[flooding["network_loss"] == 0.0]
         assert (lossless["messages_dropped"] == 0).all()
-        lossy = flooding[flooding["network.loss"] == 0.3]
+        lossy = flooding[flooding["network_loss"] == 0.3]
         assert (lossy["messages_dropped"] > 0).all()

@@ -100,5 +100,5 @@ def test_tradeoff_study_runs_and_draws(name, tmp_path):
     talking = trials[trials["variant"] != "isolated OFUL"]
     assert (talking["messages_sent"] > 0).all()
     if name.endswith("loss"):
-        assert (talking.loc[talking["network.loss"] == 0.0, "messages_dropped"] == 0).all()
-        assert (talking.loc[talking["network.loss"] == 0.3, "messages_dropped"] > 0).all()
+        assert (talking.loc[talking["network_loss"] == 0.0, "messages_dropped"] == 0).all()
+        assert (talking.loc[talking["network_loss"] == 0.3, "messages_dropped"] > 0).all()

@@ -73,7 +73,12 @@ def test_corruptions_marked_and_counted():
         PingPong.start = original
     marked = [e for e in events if e["event"] == "corrupt"]
     assert len(marked) == sim.metrics.total("corrupted") > 0
-    assert all(e["payload"] == "{'hop': -1}" for e in marked)
+    assert all(e["payload"] == {"hop": -1} for e in marked)
+    # each corrupt mark names the message whose send follows it, with the same link and times
+    sends = {e["message"]: e for e in events if e["event"] == "send"}
+    for e in marked:
+        assert {k: sends[e["message"]][k] for k in ("kind", "src", "dst", "sent_at", "due_at")} == \
+            {k: e[k] for k in ("kind", "src", "dst", "sent_at", "due_at")}
 
 
 def test_json_lines_and_picture(tmp_path):

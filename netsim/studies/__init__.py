@@ -92,7 +92,7 @@ def draw_folder(folder: Path, results: Any) -> list[Path]:
     from netsim.studies import report
     from netsim.studies.figures import figure_data, not_separated, write_figures
     from netsim.studies.interactive import spec
-    from netsim.studies.tables import summary
+    from netsim.studies.tables import report_table
 
     try:
         study = study_from_meta(results.meta)
@@ -105,6 +105,5 @@ def draw_folder(folder: Path, results: Any) -> list[Path]:
     for figure in study.figures:
         data = figure_data(figure, tables)
         interactive[figure.name] = (spec(figure, data, study), not_separated(figure, data))
-    page = report.render(folder, study, results.meta, summary(results.trials, metrics(study), results.params),
-                         interactive)
+    page = report.render(folder, study, results.meta, report_table(results.summary()), interactive)
     return [*written, files.write(folder, "report.html", page.encode())]

@@ -1,10 +1,12 @@
 """The tidy tables of a study: ``study.csv`` (one row per unit), ``study_agents.csv``,
-``study_timeseries.csv``, and the per-point summary.
+``study_timeseries.csv`` (the summary is :meth:`netsim.Results.summary`).
 
 Every table starts with ``study``, ``variant``, one column per parameter (grid keys, then the
 scenario keys the figures use) and ``point`` (the index of the variant-and-grid-point), followed
 by the run tables' own columns (``scenario``, ``protocol``, ``trial``, ... in ``study.csv``).
-Rows are in plan order: variant, grid point, trial.
+Rows are in plan order: variant, grid point, trial. Parameter columns are named by their dotted
+scenario keys, as in the study file (``network.agents``); :class:`netsim.Results` names them for
+pandas (``network_agents``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import pandas as pd
 from netsim import results as R
 from netsim.sim import TrialResult
 from netsim.studies.plan import StudyPlan
-from netsim.studies.stats import interval
 from netsim.sweeps.tables import cell
 
 #: the headline metrics of the summary (with any figure metric added)
@@ -60,29 +61,27 @@ def tables(plan: StudyPlan, results: Mapping[str, TrialResult]) -> dict[str, pd.
     return out
 
 
-def summary(trials: pd.DataFrame, metrics: list[str], params: list[str]) -> pd.DataFrame:
-    """Per variant and grid point: trials, how many ended ok / unfinished / failed, and for each
-    metric its mean with the 95 % t interval over the trials that are not failed (``n``: how many
-    had a value)."""
-    rows: list[dict[str, Any]] = []
-    for _, group in trials.groupby("point", sort=True):
-        first = group.iloc[0]
-        row: dict[str, Any] = {"variant": first["variant"], **{p: first[p] for p in params},
-                               "protocol": first["protocol"], "trials": len(group)}
-        for status in ("unfinished", "failed"):
-            row[status] = int((group["status"] == status).sum())
-        kept = group[group["status"] != "failed"]
-        for metric in metrics:
-            if metric not in group.columns:
-                continue
-            mean, lo, hi, n = interval(kept[metric].to_numpy(dtype=float))
-            row[metric] = mean
-            row[f"{metric} ±"] = (hi - lo) / 2
-            row[f"{metric} n"] = n
+def report_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """:meth:`netsim.Results.summary` as ``report.html`` shows it: one row per variant and grid point
+    with ``variant``, the parameters by their dotted keys, ``protocol``, ``trials``, ``unfinished``,
+    ``failed``, then per metric its mean, ``METRIC ±`` (the half-width of the 95 % interval) and,
+    where some trial that did not fail had no value, ``METRIC n``."""
+    params = summary.attrs.get("params", {})
+    metrics = list(dict.fromkeys(summary["metric"]))
+    rows = []
+    for start in range(0, len(summary), len(metrics)):  # the summary lists every metric of a point in turn
+        block = summary.iloc[start:start + len(metrics)]
+        first = block.iloc[0]
+        row = {"variant": first["variant"], **{key: first[column] for column, key in params.items()},
+               **{c: first[c] for c in ("protocol", "trials", "unfinished", "failed")}}
+        for _, line in block.iterrows():
+            row[line["metric"]] = line["mean"]
+            row[f"{line['metric']} ±"] = (line["hi"] - line["lo"]) / 2
+            row[f"{line['metric']} n"] = line["n"]
         rows.append(row)
     table = pd.DataFrame(rows)
     for metric in metrics:  # an n column is shown only where some trial had no value
         column = f"{metric} n"
-        if column in table.columns and (table[column] == table["trials"] - table["failed"]).all():
+        if (table[column] == table["trials"] - table["failed"]).all():
             table = table.drop(columns=column)
     return table

@@ -13,10 +13,10 @@ from netsim.sweeps.figures import draw, plot_folder
 from netsim.sweeps.grid import Axis, parse_axis, parse_grid, toml_value
 from netsim.sweeps.plan import Plan, PlannedUnit, Point, plan
 from netsim.sweeps.store import UnitStore, decode_result, encode_result, locked, point_key, unit_id
-from netsim.sweeps.tables import meta, summary, tables, write_tables
+from netsim.sweeps.tables import meta, tables, write_tables
 
 __all__ = [
     "Axis", "Outcome", "Plan", "PlannedUnit", "Point", "UnitStore", "decode_result", "draw", "encode_result",
-    "locked", "meta", "parse_axis", "parse_grid", "plan", "plot_folder", "point_key", "run", "summary", "tables",
+    "locked", "meta", "parse_axis", "parse_grid", "plan", "plot_folder", "point_key", "run", "tables",
     "toml_value", "unit_id", "write_tables",
 ]

@@ -1,5 +1,5 @@
 """The combined tables of a sweep (``sweep.csv``, ``sweep_agents.csv``, ``sweep_timeseries.csv``),
-its ``meta.json`` and its summary.
+and its ``meta.json`` (its summary is :meth:`netsim.Results.summary`).
 
 The tables are rebuilt from the store once every unit is there, so a table never holds a
 partial row or a unit twice: the per-run tables with one column per grid key and a ``point``
@@ -74,17 +74,3 @@ def meta(plan_: Plan, outcome: Outcome, *, argv: Sequence[str], started: str, fi
         "command": list(argv), "started": started, "finished": finished,
     }
     return json.loads(json.dumps(data, default=plain_default))
-
-
-def summary(keys: Sequence[str], frame: pd.DataFrame) -> pd.DataFrame:
-    """Per point: mean of the headline columns over trials (``keys``: the grid keys), and how many
-    trials ended unfinished or failed (``status``)."""
-    columns = ["group_regret", "comm_cost", "messages_sent"]
-    grouped = frame.groupby("point", sort=True)
-    table = grouped[columns].mean()
-    for status in ("failed", "unfinished"):
-        table.insert(0, status, grouped["status"].agg(lambda s, status=status: int((s == status).sum())))
-    table.insert(0, "trials", grouped.size())
-    for key in reversed(keys):
-        table.insert(0, key, grouped[key].first())
-    return table.reset_index(drop=True)
