@@ -136,7 +136,9 @@ def test_with_is_the_same_as_set_and_a_table_replaces_a_section():
     assert base.network["agents"] == 10 and json.dumps(base.document) == before  # base unchanged
     assert changed.with_(**{"network.agents": 10, "run.horizon": base.run["horizon"]}) == base
 
-    switched = netsim.Scenario.load("li2022-fig10-ring").with_(protocol={"name": "ucb1"})
+    # (ucb1 sends nothing, so it takes the default delay: it refuses the GIS per-stage delay it would ignore)
+    switched = netsim.Scenario.load("li2022-fig10-ring").with_(protocol={"name": "ucb1"},
+                                                               network__delay={"model": "constant", "value": 1.0})
     assert dict(switched.protocol) == {"name": "ucb1"}
     with pytest.raises(netsim.InputError, match="li2022-fig10-ring.toml: protocol"):
         netsim.Scenario.load("li2022-fig10-ring").with_(**{"protocol.name": "ucb1"})  # li2022 keys remain

@@ -67,7 +67,8 @@ RECORD_COUNTS = ("current", "released")
 def record_counts_field() -> P.Field:
     return P.choice(RECORD_COUNTS, default="current",
                     doc="count paired with each released mean: 'current' (the pull count now, Eq. 6 as "
-                        "written) or 'released' (the pull count at the mean's release)")
+                        "written) or 'released' (the pull count at the mean's release)",
+                    label="count paired with a released mean")
 
 
 def private_group_estimates(own_sums: np.ndarray, own_counts: np.ndarray, table_means: np.ndarray,
