@@ -166,6 +166,7 @@ class DeliveryHeap:
         if self._fresh:
             self._file()
         heap, run, cursor = self._heap, self._run, self._cursor
+        holding = self._holding
         env = self.env
         queue = env._queue
         pop = heapq.heappop
@@ -190,6 +191,8 @@ class DeliveryHeap:
                 limit, limit_priority = queue[0][:2] if size else (inf, inf)
                 if plain:
                     bound = heap[0][0] if waiting and heap[0][0] < limit else limit
+                    if holding.head < bound:
+                        bound = holding.head
                     start = streak = cursor  # streak: where the stretch's current kind began
                     if uniform is not None and not waiting:
                         # the run holds one kind, with a per-message handler, and the heap is empty: deliver
@@ -224,6 +227,8 @@ class DeliveryHeap:
                                 size, waiting = len(queue), len(heap)
                                 limit, limit_priority = queue[0][:2] if size else (inf, inf)
                                 bound = heap[0][0] if waiting and heap[0][0] < limit else limit
+                                if holding.head < bound:
+                                    bound = holding.head
                     if cursor != start:
                         counts.delivered += cursor - streak
                         self._count_stretch(run, start, cursor)
@@ -234,6 +239,17 @@ class DeliveryHeap:
                 entry = run[cursor]
                 if heap and heap[0] < entry:
                     entry = heap[0]
+                if holding.head <= entry[0]:
+                    # held flights first: every message due up to this entry's instant or the next SimPy event
+                    due = entry[0]
+                    if limit < due or limit == due and limit_priority <= DELIVERY:
+                        until, inclusive = limit, limit_priority > DELIVERY
+                    else:
+                        until, inclusive = due, True
+                    if holding.head < until or inclusive and holding.head == until:
+                        holding.settle(until, inclusive)
+                        continue
+                if entry is not run[cursor]:
                     due = entry[0]
                     if due >= limit and (due > limit or limit_priority <= DELIVERY):
                         break
@@ -276,7 +292,7 @@ class DeliveryHeap:
                 self._run, self._cursor, self._run_kinds = [_END], 0, set()
             else:
                 self._cursor = cursor
-            head = min(run[cursor][0], heap[0][0] if heap else inf)
+            head = min(run[cursor][0], heap[0][0] if heap else inf, holding.head)
             if head < inf:
                 self._arm(head)
 

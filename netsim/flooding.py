@@ -122,6 +122,50 @@ def take(records: np.ndarray, index: np.ndarray) -> np.ndarray:
     return records.view(np.dtype((np.void, records.dtype.itemsize)))[index].view(records.dtype)
 
 
+def _messages(items: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(receivers, first rows, row ends, due times, joined payloads) of delivered items, in list order.
+
+    Items are :class:`~netsim.network.Multicast` records (rows ``start:stop`` of their payload) or
+    single Messages (their whole payload); consecutive Messages are gathered in plain lists.
+    """
+    slot: dict[int, int] = {}
+    chunks: list[np.ndarray] = []
+    dsts, starts, stops, dues, which = [], [], [], [], []
+    single: list[list] = [[], [], [], [], []]  # a run of single Messages: dst, start, stop, due, chunk
+
+    def close() -> None:
+        if single[0]:
+            for out, values in zip((dsts, starts, stops, dues, which), single, strict=True):
+                out.append(np.array(values))
+                values.clear()
+
+    for item in items:
+        payload = item.payload
+        j = slot.get(id(payload))
+        if j is None:
+            j = slot[id(payload)] = len(chunks)
+            chunks.append(payload)
+        if hasattr(item, "start"):
+            close()
+            n = len(item.dst)
+            dsts.append(item.dst)
+            starts.append(item.start)
+            stops.append(item.stop)
+            due = item.due_at
+            dues.append(due if isinstance(due, np.ndarray) else np.full(n, due))
+            which.append(np.full(n, j))
+        else:
+            for values, value in zip(single, (item.dst, 0, len(payload), item.due_at, j), strict=True):
+                values.append(value)
+    close()
+    base = np.frombuffer(b"".join([c.tobytes() for c in chunks]), dtype=chunks[0].dtype)
+    lengths = np.array([len(c) for c in chunks], dtype=np.int64)
+    offset = (np.cumsum(lengths) - lengths)[np.concatenate(which)]
+    start = np.concatenate(starts).astype(np.int64)
+    return (np.concatenate(dsts).astype(np.int64), start + offset, np.concatenate(stops) + offset,
+            np.concatenate(dues).astype(float), base)
+
+
 def record_dtype(value_dtype: Sequence[tuple] | np.dtype) -> np.dtype:
     """The record dtype: the header columns followed by the protocol's value columns."""
     values = np.dtype(value_dtype)
@@ -401,51 +445,38 @@ class Flooding:
                     self._process(held)
 
     def _process(self, items: list) -> None:
-        """Handle delivered messages (:class:`~netsim.network.Multicast` arrays or single Messages)."""
-        # Messages of one flush share their payload array, so the distinct payloads are joined once
-        # and each message becomes a range of row indices. (Joining raw bytes is also ~50x faster
-        # than np.concatenate on structured arrays.)
-        slot: dict[int, int] = {}
-        chunks: list[np.ndarray] = []
-        which, dsts, starts, stops = [], [], [], []
-        for item in items:
-            if hasattr(item, "start"):  # a Multicast
-                payload, start, stop, dst = item.payload, item.start, item.stop, item.dst
-            else:
-                payload, dst = item.payload, np.array([item.dst], dtype=np.int64)
-                start, stop = np.zeros(1, np.int64), np.array([len(payload)], dtype=np.int64)
-            j = slot.get(id(payload))
-            if j is None:
-                j = slot[id(payload)] = len(chunks)
-                chunks.append(payload)
-            which.append(np.full(len(dst), j, dtype=np.int64))
-            dsts.append(dst)
-            starts.append(start)
-            stops.append(stop)
-        base = np.frombuffer(b"".join([c.tobytes() for c in chunks]), dtype=self.dtype)
-        lengths = np.array([len(c) for c in chunks], dtype=np.int64)
-        offset = np.cumsum(lengths) - lengths
-        which = np.concatenate(which)
-        start = np.concatenate(starts) + offset[which]
-        sizes = np.concatenate(stops) - np.concatenate(starts)
+        """Handle delivered messages: :class:`~netsim.network.Multicast` records or single Messages.
+
+        A record's ``due_at`` is one time or one per message (held deliveries, ``netsim.held``); the
+        messages are taken in delivery order, the stable sort by due time of the items' messages in
+        list order. Messages of one flush share their payload array, so the distinct payloads are
+        joined once and each message becomes a range of row indices (joining raw bytes is ~50x
+        faster than np.concatenate on structured arrays); no Python object per message.
+        """
+        dst, start, stop, due, base = _messages(items)
+        if len(due) > 1 and np.any(due[1:] < due[:-1]):
+            order = np.argsort(due, kind="stable")
+            dst, start, stop = dst[order], start[order], stop[order]
+        sizes = stop - start
         total = int(sizes.sum())
         copy_start = np.cumsum(sizes) - sizes
         row = np.repeat(start - copy_start, sizes) + np.arange(total)   # row of base for every copy
-        dst = np.repeat(np.concatenate(dsts), sizes)
+        dst = np.repeat(dst, sizes)
         self.records_received += total
-        origin = base["origin"][row].astype(np.int64)
-        keep, pair = self._fresh_keys(dst, origin, base["seq"][row].astype(np.int64))
-        self.duplicates += total - len(keep)
-        if not len(keep):
+        fresh, newest, pair = self._fresh_keys(dst, base["origin"][row].astype(np.int64),
+                                               base["seq"][row].astype(np.int64))
+        self.duplicates += total - len(fresh)
+        if not len(fresh):
             return
-        dst, records = dst[keep], take(base, row[keep])
         if self.keep_latest:
-            self._update_latest(dst, pair, records)
+            self._update_latest(dst[newest], pair, base, row[newest])
+        records = None
         if self.on_receive is not None:
-            self.on_receive(dst, records)
-        alive = np.flatnonzero(records["life"] >= 1)
+            records = take(base, row[fresh])
+            self.on_receive(dst[fresh], records)
+        alive = np.flatnonzero(base["life"][row[fresh]] >= 1)
         if len(alive):
-            self._queue(dst[alive], take(records, alive))
+            self._queue(dst[fresh[alive]], take(base, row[fresh[alive]]) if records is None else take(records, alive))
             if self.relay == "on_receipt":
                 self.flush()
 
@@ -454,83 +485,101 @@ class Flooding:
         return self._fresh_keys(np.asarray(dst, dtype=np.int64), records["origin"].astype(np.int64),
                                 records["seq"].astype(np.int64))[0]
 
-    def _pairs(self, dst: np.ndarray, origin: np.ndarray) -> np.ndarray:
-        """Index of the pair (dst, origin) in the gamma-ball arrays (every pair that can talk has one)."""
-        key = dst * self.num_agents + origin
-        pair = np.searchsorted(self._pair_key, key)
-        if len(pair) and (pair.max() >= len(self._pair_key) or np.any(self._pair_key[pair] != key)):
-            raise ProtocolError(f"flooding {self.kind!r}: a record reached a node beyond gamma = {self.gamma} hops")
-        return pair
+    def _fresh_keys(self, dst: np.ndarray, origin: np.ndarray, seq: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The first copies, among records delivered in this order, never seen before by their receiver.
 
-    def _fresh_keys(self, dst: np.ndarray, origin: np.ndarray, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(indices in arrival order of the first copies never seen before, their pair indices)."""
+        Returns their indices in arrival order, then the index of the newest of them per (receiver,
+        origin) pair and that pair's index in the gamma-ball arrays, both in pair order; updates the
+        anti-replay windows. The copies are sorted by (receiver, origin, seq, arrival) with one sort
+        of packed 64-bit keys where they fit (a lexsort otherwise).
+        """
         own = np.flatnonzero(origin != dst)             # a record never comes back to its origin
         if not len(own):
-            return own, own
-        p = self._pairs(dst[own], origin[own])
+            return own, own, own
+        m = self.num_agents
+        key = dst[own] * m + origin[own]
         s = seq[own]
-        order = np.lexsort((s, p))                      # stable: the first copy of each (pair, seq) leads
-        p, s, first = p[order], s[order], own[order]
-        lead = np.ones(len(p), dtype=bool)
-        lead[1:] = (p[1:] != p[:-1]) | (s[1:] != s[:-1])
-        p, s, first = p[lead], s[lead], first[lead]
+        n = len(own)
+        s0 = int(s.min())
+        key_bits, seq_bits, index_bits = (m * m - 1).bit_length(), (int(s.max()) - s0).bit_length(), n.bit_length()
+        if key_bits + seq_bits + index_bits <= 63:
+            packed = (key << (seq_bits + index_bits)) | ((s - s0) << index_bits) | np.arange(n)
+            packed.sort()
+            first = own[packed & ((1 << index_bits) - 1)]
+            copy = packed >> index_bits                 # (pair, seq) as one number
+            key = copy >> seq_bits
+            s = (copy & ((1 << seq_bits) - 1)) + s0
+        else:
+            order = np.lexsort((np.arange(n), s, key))
+            first, key, s = own[order], key[order], s[order]
+            copy = None
+        lead = np.ones(n, dtype=bool)                   # the first copy of each (pair, seq)
+        lead[1:] = copy[1:] != copy[:-1] if copy is not None else (key[1:] != key[:-1]) | (s[1:] != s[:-1])
+        key, s, first = key[lead], s[lead], first[lead]
+        runs = np.flatnonzero(np.append(True, key[1:] != key[:-1]))   # one run per pair
+        p = self._pairs(key[runs])
+        ends = np.append(runs[1:], len(key))
+        p = np.repeat(p, ends - runs)
         high = self._high[p]
         offset = high - s
         seen = (offset >= 0) & ((offset >= WINDOW) | (
             ((self._mask[p] >> np.minimum(np.maximum(offset, 0), WINDOW - 1).astype(np.uint64)) & _ONE) == _ONE))
         # advance each pair's window to its newest seq in this batch (p sorted, s sorted within p)
-        last = np.flatnonzero(np.append(p[1:] != p[:-1], True))
-        up, top = p[last], s[last]
-        old = self._high[up]
+        up, top = p[ends - 1], s[ends - 1]
+        old = high[ends - 1]
         new = np.maximum(old, top)
         shift = new - old
         shifted = self._mask[up] << np.minimum(shift, WINDOW - 1).astype(np.uint64)
         self._mask[up] = np.where(shift >= WINDOW, np.uint64(0), shifted)
         self._high[up] = new
-        fresh = ~seen
+        fresh = np.flatnonzero(~seen)
+        p, s, first = p[fresh], s[fresh], first[fresh]
         bit = self._high[p] - s
-        setting = fresh & (bit < WINDOW)
+        setting = bit < WINDOW
         np.bitwise_or.at(self._mask, p[setting], _ONE << bit[setting].astype(np.uint64))
-        order = np.argsort(first[fresh], kind="stable")
-        return first[fresh][order], p[fresh][order]
+        if not len(p):
+            return first, first, p
+        last = np.flatnonzero(np.append(p[1:] != p[:-1], True))      # the newest fresh record of each pair
+        return np.sort(first), first[last], p[last]
 
-    def _update_latest(self, dst: np.ndarray, pair: np.ndarray, records: np.ndarray) -> None:
-        """Keep the newest record per pair; older (reordered) records never overwrite newer ones."""
-        seq = records["seq"].astype(np.int64)
-        order = np.lexsort((seq, pair))
-        last = order[np.append(pair[order][1:] != pair[order][:-1], True)]  # newest record of each pair
-        last = last[seq[last] > self._latest_seq[pair[last]]]
-        if not len(last):
+    def _pairs(self, key: np.ndarray) -> np.ndarray:
+        """Index in the gamma-ball arrays of the pairs ``key = receiver * M + origin`` (every pair that can talk has one)."""
+        pair = np.searchsorted(self._pair_key, key)
+        if len(pair) and (pair.max() >= len(self._pair_key) or np.any(self._pair_key[pair] != key)):
+            raise ProtocolError(f"flooding {self.kind!r}: a record reached a node beyond gamma = {self.gamma} hops")
+        return pair
+
+    def _update_latest(self, dst: np.ndarray, pair: np.ndarray, base: np.ndarray, rows: np.ndarray) -> None:
+        """Keep the newest record per pair (``base[rows]``, in pair order); older (reordered) records never
+        overwrite newer ones."""
+        seq = base["seq"][rows].astype(np.int64)
+        newer = np.flatnonzero(seq > self._latest_seq[pair])
+        if not len(newer):
             return
-        last = np.sort(last)
-        f = pair[last]
+        f, rows = pair[newer], rows[newer]
         table = self._latest
-        previous = {name: table[name][f] for name in self.value_names} if self.on_latest is not None else None
-        if previous is None and self.sum_spec:
-            previous = {name: table[name][f] for name in self.value_names}
-        self._latest_seq[f] = seq[last]
-        self._latest_created[f] = records["created"][last]
+        previous = {name: table[name][f] for name in self.value_names} if self.on_latest or self.sum_spec else None
+        self._latest_seq[f] = seq[newer]
+        self._latest_created[f] = base["created"][rows]
         current = {}
         for name in self.value_names:
-            current[name] = records[name][last]  # contiguous copies of the record columns
+            current[name] = base[name][rows]  # contiguous copies of the record columns
             table[name][f] = current[name]
-        self._changed(dst[last], self._ball_origin[f], previous, current)
+        self._changed(dst[newer], self._ball_origin[f], previous, current)
 
     def _changed(self, dst: np.ndarray, origin: np.ndarray, previous: Mapping[str, np.ndarray] | None,
                  current: Mapping[str, np.ndarray]) -> None:
-        """Latest-table entries (dst, origin) went from ``previous`` to ``current``: update sums, tell the protocol."""
-        m = self.num_agents
+        """Latest-table entries (dst, origin) went from ``previous`` to ``current`` (in pair order: ``dst``
+        non-decreasing): update the sums, tell the protocol."""
         for name, spec in self.sum_spec.items():
             if len(spec) == 1:
                 delta = current[spec[0]] - previous[spec[0]]
             else:
                 a, b = spec
                 delta = _product(current[a], current[b]) - _product(previous[a], previous[b])
-            width = int(np.prod(delta.shape[1:], dtype=np.int64))
-            # one bincount over (receiver, element) cells; each cell adds its terms in record order
-            cell = (dst[:, None] * width + np.arange(width)).ravel()
-            total = self.sums[name]
-            total += np.bincount(cell, weights=delta.ravel(), minlength=m * width).reshape(total.shape)
+            # the receivers come in increasing order: one reduceat over their runs
+            runs = np.flatnonzero(np.append(True, dst[1:] != dst[:-1]))
+            self.sums[name][dst[runs]] += np.add.reduceat(delta, runs, axis=0)
         if self.on_latest is not None:
             self.on_latest(dst, origin, previous, current)
 

@@ -29,6 +29,7 @@ marks as a whole before anything reads or marks links (see its module docstring)
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -42,6 +43,7 @@ from simpy.core import NORMAL, URGENT
 from netsim.delivery import _END, DELIVERY, DeliveryHeap
 from netsim.distributions import Distribution
 from netsim.errors import ProtocolError
+from netsim.held import Flight, Holding
 from netsim.messages import (  # re-exported: the engine API names live here for protocols
     Adversary,
     BatchHandler,
@@ -72,11 +74,12 @@ class _Delays:
     ``at`` itself when a send's delays are all in the current block: it saves a call per send.)
     """
 
-    __slots__ = ("law", "rng", "block", "at")
+    __slots__ = ("law", "rng", "block", "array", "at")
 
     def __init__(self, law: Distribution, rng: np.random.Generator):
         self.law, self.rng = law, rng
         self.block: list[float] = []
+        self.array = np.empty(0)  # the same block as an array
         self.at = 0
 
     def take(self, count: int) -> list[float]:
@@ -88,12 +91,34 @@ class _Delays:
             return self.block[start:stop]
         out = self.block[start:]
         while True:
-            self.block = self.law.sample(self.rng, BLOCK).tolist()
+            self._draw()
             need = count - len(out)
             if need <= BLOCK:
                 self.at = need
                 return out + self.block[:need]
             out += self.block
+
+    def take_array(self, count: int) -> np.ndarray:
+        """The next ``count`` delays as an array (the same draws as :meth:`take`)."""
+        start = self.at
+        stop = start + count
+        if stop <= len(self.array):
+            self.at = stop
+            return self.array[start:stop]
+        parts = [self.array[start:]]
+        need = count - len(parts[0])
+        while need > BLOCK:
+            self._draw()
+            parts.append(self.array)
+            need -= BLOCK
+        self._draw()
+        self.at = need
+        parts.append(self.array[:need])
+        return np.concatenate(parts)
+
+    def _draw(self) -> None:
+        self.array = self.law.sample(self.rng, BLOCK)
+        self.block = self.array.tolist()
 
     def next(self) -> float:
         """The next delay."""
@@ -177,6 +202,7 @@ class Network(DeliveryHeap):
         self._corruptors: dict[str, Corruptor] = {}
         self._tracer: Callable[[str, Message], None] | None = None
         self._faults: Any = None
+        self._holding = Holding(self)  # flights of deferred kinds (netsim.held)
         self._plain = self._simple  # no tracer, no faults, one delay law, no loss: the send fast path
 
     def _build_adjacency(self) -> None:
@@ -213,6 +239,9 @@ class Network(DeliveryHeap):
     def tracer(self, tracer: Callable[[str, Message], None] | None) -> None:
         self._tracer = tracer
         self._plain = self._simple and not tracer and self._faults is None
+        if tracer and self._holding.flights:  # from now on every message goes through the queue, in order
+            self._heap.extend(self._holding.drain())
+            heapq.heapify(self._heap)
 
     @property
     def faults(self) -> Any:
@@ -569,8 +598,14 @@ class Network(DeliveryHeap):
         if self.adversary is not None and kind in self._corruptors:
             payload, start, stop, hit = self._corrupt_chunks(kind, srcs, bounds, payload, src, chunk, start, stop,
                                                              counts)
-        simple = (self._uniform_links and not self._overrides and self._delay.is_constant and
-                  (faults is None or not faults.perturbs))
+        perturbs = faults is not None and faults.perturbs
+        if kind in self._held and not self._tracer and not perturbs and not self._delivering:
+            # a deferred kind: one flight, per-link due times as an array (netsim.held)
+            due, constant = self._link_dues(src, dst, now)
+            self._hold(Flight(kind, due, src, dst, start, stop, payload, now, self._take_sequences(len(src)),
+                              Multicast, constant))
+            return total
+        simple = self._uniform_links and not self._overrides and self._delay.is_constant and not perturbs
         if simple:
             due = now + self._delay.args["value"]
             record = Multicast(kind, src, dst, start, stop, payload, now, due)
@@ -585,6 +620,31 @@ class Network(DeliveryHeap):
             law, _ = self.link_law(s, d)
             self._send_one(Message(kind, s, d, payload[a:b], now, now, b - a), law, corrupted=h)
         return total
+
+    def _link_dues(self, src: np.ndarray, dst: np.ndarray, now: float) -> tuple[np.ndarray, bool]:
+        """Due times of messages sent now over the agent links ``src[i] -> dst[i]`` (the delays of one
+        message per link in link order, as per-link sends draw them); True if all are equal."""
+        if not self._overrides:
+            law = self._delay
+            if law.is_constant:
+                return np.full(len(src), now + law.args["value"]), True
+            return now + self._law(law).take_array(len(src)), False
+        laws = [self.link_law(s, d)[0] for s, d in zip(src.tolist(), dst.tolist(), strict=True)]
+        due = np.array([now + (law.args["value"] if law.is_constant else self._law(law).next()) for law in laws])
+        return due, False
+
+    def _take_sequences(self, count: int) -> int:
+        """Reserve ``count`` consecutive send sequences; returns the first."""
+        first = next(self._sequence)
+        self._sequence = itertools.count(first + count)
+        return first
+
+    def _hold(self, flight: Flight) -> None:
+        """Queue a flight of a deferred kind (``netsim.held``)."""
+        self._in_flight += len(flight.due)
+        self._holding.add(flight)
+        if self._holding.head < self._alarm_at:
+            self._arm(self._holding.head)
 
     def _link_losses(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         if not self._overrides:
