@@ -103,7 +103,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netsim.errors import ProtocolError
-from netsim.hops import _product, _Synchronous, balls
+from netsim.held import stable_order
+from netsim.hops import _Synchronous, balls
 
 if TYPE_CHECKING:
     from netsim.sim import Simulation
@@ -128,42 +129,39 @@ def _messages(items: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     Items are :class:`~netsim.network.Multicast` records (rows ``start:stop`` of their payload) or
     single Messages (their whole payload); consecutive Messages are gathered in plain lists.
     """
-    slot: dict[int, int] = {}
+    offset: dict[int, int] = {}  # payload -> its first row in the joined payloads
     chunks: list[np.ndarray] = []
-    dsts, starts, stops, dues, which = [], [], [], [], []
-    single: list[list] = [[], [], [], [], []]  # a run of single Messages: dst, start, stop, due, chunk
+    rows = 0
+    dsts, starts, stops, dues = [], [], [], []
+    single: list[list] = [[], [], [], []]  # a run of single Messages: dst, start, stop, due
 
     def close() -> None:
         if single[0]:
-            for out, values in zip((dsts, starts, stops, dues, which), single, strict=True):
+            for out, values in zip((dsts, starts, stops, dues), single, strict=True):
                 out.append(np.array(values))
                 values.clear()
 
     for item in items:
         payload = item.payload
-        j = slot.get(id(payload))
-        if j is None:
-            j = slot[id(payload)] = len(chunks)
+        at = offset.get(id(payload))
+        if at is None:
+            at = offset[id(payload)] = rows
             chunks.append(payload)
+            rows += len(payload)
         if hasattr(item, "start"):
             close()
-            n = len(item.dst)
             dsts.append(item.dst)
-            starts.append(item.start)
-            stops.append(item.stop)
+            starts.append(item.start + at)
+            stops.append(item.stop + at)
             due = item.due_at
-            dues.append(due if isinstance(due, np.ndarray) else np.full(n, due))
-            which.append(np.full(n, j))
+            dues.append(due if isinstance(due, np.ndarray) else np.full(len(item.dst), due))
         else:
-            for values, value in zip(single, (item.dst, 0, len(payload), item.due_at, j), strict=True):
+            for values, value in zip(single, (item.dst, at, at + len(payload), item.due_at), strict=True):
                 values.append(value)
     close()
     base = np.frombuffer(b"".join([c.tobytes() for c in chunks]), dtype=chunks[0].dtype)
-    lengths = np.array([len(c) for c in chunks], dtype=np.int64)
-    offset = (np.cumsum(lengths) - lengths)[np.concatenate(which)]
-    start = np.concatenate(starts).astype(np.int64)
-    return (np.concatenate(dsts).astype(np.int64), start + offset, np.concatenate(stops) + offset,
-            np.concatenate(dues).astype(float), base)
+    return (np.concatenate(dsts).astype(np.int64, copy=False), np.concatenate(starts).astype(np.int64, copy=False),
+            np.concatenate(stops).astype(np.int64, copy=False), np.concatenate(dues).astype(float, copy=False), base)
 
 
 def record_dtype(value_dtype: Sequence[tuple] | np.dtype) -> np.dtype:
@@ -195,8 +193,8 @@ class Flooding:
     on_latest:
         Optional ``callback(dst, origin, previous, records)`` called when entries of the latest
         table change: ``previous[column][i]`` holds the value that ``records[column][i]`` replaces
-        in entry ``(dst[i], origin[i])`` (zero where there was none); both are dicts of contiguous
-        column arrays. Lets a protocol keep running aggregates over the table instead of
+        in entry ``(dst[i], origin[i])`` (zero where there was none); both are structured arrays
+        of the value columns (or dicts of column arrays); entries come receiver by receiver. Lets a protocol keep running aggregates over the table instead of
         re-reading it.
     deferred:
         Let the engine hold deliveries (``subscribe_deferred``) and handle them together at the
@@ -255,6 +253,8 @@ class Flooding:
         self.keep_latest = latest
         values = np.dtype(value_dtype)
         self._value_dtype = values
+        self._value_part = np.dtype([(name, values.fields[name][0]) for name in self.value_names])  # packed
+        self._width = {name: int(np.prod(values.fields[name][0].shape, dtype=np.int64)) for name in self.value_names}
         self.sums = {name: np.zeros((m,) + values.fields[spec[0]][0].shape) for name, spec in self.sum_spec.items()}
         if not self.synchronous:
             self._pair_state()
@@ -281,7 +281,9 @@ class Flooding:
             values = self._value_dtype
             self._latest_seq = np.full(pairs, -1, dtype=np.int64)
             self._latest_created = np.full(pairs, np.nan)
-            self._latest = {name: np.zeros((pairs,) + values.fields[name][0].shape, dtype=values.fields[name][0].base)
+            # per value column, one row per element and one column per pair (so that arithmetic on a batch of
+            # updates runs along long contiguous rows)
+            self._latest = {name: np.zeros((self._width[name], pairs), dtype=values.fields[name][0].base)
                             for name in self.value_names}
 
     # ------------------------------------------------------------------ dense views
@@ -315,7 +317,11 @@ class Flooding:
             return {name: self._sync.dense(name, 0) for name in self.value_names}
         if not self._mode:
             return {name: self._dense(name, 0) for name in self.value_names}
-        return {name: self._dense(values, 0) for name, values in self._latest.items()}
+        return {name: self._dense(self._column(name, self._latest[name]), 0) for name in self.value_names}
+
+    def _column(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """A value column stored as (elements, n) back in its own shape, (n, *shape) (a view)."""
+        return rows.T.reshape((rows.shape[1],) + self._value_dtype.fields[name][0].shape)
 
     # ------------------------------------------------------------------ sources
     def records(self, agents: np.ndarray, values: Mapping[str, Any] | np.ndarray | None = None) -> np.ndarray:
@@ -376,16 +382,15 @@ class Flooding:
             self._high[lo:hi] = -1
             self._mask[lo:hi] = 0
             if self.keep_latest:
-                previous = {name: values[lo:hi].copy() for name, values in self._latest.items()}
-                had = self._latest_seq[lo:hi] >= 0
+                had = np.flatnonzero(self._latest_seq[lo:hi] >= 0) + lo
+                previous = {name: rows[:, had] for name, rows in self._latest.items()}
                 self._latest_seq[lo:hi] = -1
                 self._latest_created[lo:hi] = np.nan
-                for values in self._latest.values():
-                    values[lo:hi] = 0
-                if had.any():
-                    cleared = {name: np.zeros_like(v[had]) for name, v in previous.items()}
-                    self._changed(np.full(int(had.sum()), a), self._ball_origin[lo:hi][had],
-                                  {name: v[had] for name, v in previous.items()}, cleared)
+                for rows in self._latest.values():
+                    rows[:, lo:hi] = 0
+                if len(had):
+                    self._changed(np.full(len(had), a), had, previous,
+                                  {name: np.zeros_like(rows) for name, rows in previous.items()})
             self._seq[a] = (self._seq[a] // INCARNATION + 1) * INCARNATION
         if len(self._outbox_from):  # what they had queued for forwarding is gone too
             gone = np.asarray(agents, dtype=np.int64)
@@ -411,8 +416,9 @@ class Flooding:
         self.process()
         if not self._outbox:
             return 0
-        records = np.concatenate(self._outbox) if len(self._outbox) > 1 else self._outbox[0]
-        senders = np.concatenate(self._outbox_from) if len(self._outbox_from) > 1 else self._outbox_from[0]
+        joined = len(self._outbox) > 1  # a new array (else the caller's, which must not change)
+        records = np.concatenate(self._outbox) if joined else self._outbox[0]
+        senders = np.concatenate(self._outbox_from) if joined else self._outbox_from[0]
         self._outbox.clear()
         self._outbox_from.clear()
         faults = self.sim.faults
@@ -422,9 +428,11 @@ class Flooding:
                 senders, records = senders[up], take(records, np.flatnonzero(up))
         if not len(senders):
             return 0
-        order = np.argsort(senders, kind="stable")
-        records = take(records, order)
-        senders = senders[order]
+        if np.any(senders[1:] < senders[:-1]):
+            order = stable_order(senders)
+            records, senders = take(records, order), senders[order]
+        elif not joined:
+            records = records.copy()
         records["life"] -= 1  # the hop about to be made
         cut = np.flatnonzero(np.diff(senders)) + 1
         bounds = np.concatenate(([0], cut, [len(senders)]))
@@ -455,28 +463,31 @@ class Flooding:
         """
         dst, start, stop, due, base = _messages(items)
         if len(due) > 1 and np.any(due[1:] < due[:-1]):
-            order = np.argsort(due, kind="stable")
+            order = stable_order(due)
             dst, start, stop = dst[order], start[order], stop[order]
         sizes = stop - start
         total = int(sizes.sum())
-        copy_start = np.cumsum(sizes) - sizes
-        row = np.repeat(start - copy_start, sizes) + np.arange(total)   # row of base for every copy
-        dst = np.repeat(dst, sizes)
+        if total == len(sizes):  # one record per message
+            row = start
+        else:
+            copy_start = np.cumsum(sizes) - sizes
+            row = np.repeat(start - copy_start, sizes) + np.arange(total)   # row of base for every copy
+            dst = np.repeat(dst, sizes)
         self.records_received += total
-        fresh, newest, pair = self._fresh_keys(dst, base["origin"][row].astype(np.int64),
-                                               base["seq"][row].astype(np.int64))
+        fresh, newest, pair, seq = self._fresh_keys(dst, base["origin"][row].astype(np.int64),
+                                                    base["seq"][row].astype(np.int64))
         self.duplicates += total - len(fresh)
         if not len(fresh):
             return
         if self.keep_latest:
-            self._update_latest(dst[newest], pair, base, row[newest])
-        records = None
+            self._update_latest(dst[newest], pair, seq, base, row[newest])
         if self.on_receive is not None:
-            records = take(base, row[fresh])
-            self.on_receive(dst[fresh], records)
-        alive = np.flatnonzero(base["life"][row[fresh]] >= 1)
+            fresh = np.sort(fresh)  # arrival order
+            self.on_receive(dst[fresh], take(base, row[fresh]))
+        alive = fresh[base["life"][row[fresh]] >= 1]
         if len(alive):
-            self._queue(dst[fresh[alive]], take(base, row[fresh[alive]]) if records is None else take(records, alive))
+            alive.sort()
+            self._queue(dst[alive], take(base, row[alive]))
             if self.relay == "on_receipt":
                 self.flush()
 
@@ -488,59 +499,79 @@ class Flooding:
     def _fresh_keys(self, dst: np.ndarray, origin: np.ndarray, seq: np.ndarray) -> tuple[np.ndarray, ...]:
         """The first copies, among records delivered in this order, never seen before by their receiver.
 
-        Returns their indices in arrival order, then the index of the newest of them per (receiver,
-        origin) pair and that pair's index in the gamma-ball arrays, both in pair order; updates the
+        Returns their indices (in no particular order), then the index of the newest of them per (receiver,
+        origin) pair, that pair's index in the gamma-ball arrays and its seq, in pair order; updates the
         anti-replay windows. The copies are sorted by (receiver, origin, seq, arrival) with one sort
         of packed 64-bit keys where they fit (a lexsort otherwise).
         """
-        own = np.flatnonzero(origin != dst)             # a record never comes back to its origin
-        if not len(own):
-            return own, own, own
+        away = origin != dst                            # a record never comes back to its origin
+        own = None if away.all() else np.flatnonzero(away)
+        if own is not None:
+            dst, origin, seq = dst[own], origin[own], seq[own]
+        n = len(dst)
+        if not n:
+            return (np.zeros(0, np.int64),) * 4
         m = self.num_agents
-        key = dst[own] * m + origin[own]
-        s = seq[own]
-        n = len(own)
-        s0 = int(s.min())
-        key_bits, seq_bits, index_bits = (m * m - 1).bit_length(), (int(s.max()) - s0).bit_length(), n.bit_length()
+        key = dst * m + origin
+        s0 = int(seq.min())
+        key_bits, seq_bits, index_bits = (m * m - 1).bit_length(), (int(seq.max()) - s0).bit_length(), n.bit_length()
         if key_bits + seq_bits + index_bits <= 63:
-            packed = (key << (seq_bits + index_bits)) | ((s - s0) << index_bits) | np.arange(n)
+            packed = key << (seq_bits + index_bits)
+            packed |= (seq - s0) << index_bits
+            packed |= np.arange(n)
             packed.sort()
-            first = own[packed & ((1 << index_bits) - 1)]
-            copy = packed >> index_bits                 # (pair, seq) as one number
-            key = copy >> seq_bits
-            s = (copy & ((1 << seq_bits) - 1)) + s0
+            first = packed & ((1 << index_bits) - 1)
+            packed >>= index_bits                       # (pair, seq) as one number
+            lead = packed[1:] != packed[:-1]            # the first copy of each (pair, seq) ...
+            key, seq = packed >> seq_bits, (packed & ((1 << seq_bits) - 1)) + s0
         else:
-            order = np.lexsort((np.arange(n), s, key))
-            first, key, s = own[order], key[order], s[order]
-            copy = None
-        lead = np.ones(n, dtype=bool)                   # the first copy of each (pair, seq)
-        lead[1:] = copy[1:] != copy[:-1] if copy is not None else (key[1:] != key[:-1]) | (s[1:] != s[:-1])
-        key, s, first = key[lead], s[lead], first[lead]
-        runs = np.flatnonzero(np.append(True, key[1:] != key[:-1]))   # one run per pair
-        p = self._pairs(key[runs])
-        ends = np.append(runs[1:], len(key))
-        p = np.repeat(p, ends - runs)
-        high = self._high[p]
-        offset = high - s
-        seen = (offset >= 0) & ((offset >= WINDOW) | (
-            ((self._mask[p] >> np.minimum(np.maximum(offset, 0), WINDOW - 1).astype(np.uint64)) & _ONE) == _ONE))
-        # advance each pair's window to its newest seq in this batch (p sorted, s sorted within p)
-        up, top = p[ends - 1], s[ends - 1]
-        old = high[ends - 1]
-        new = np.maximum(old, top)
+            first = np.lexsort((np.arange(n), seq, key))
+            key, seq = key[first], seq[first]
+            lead = (key[1:] != key[:-1]) | (seq[1:] != seq[:-1])
+        if own is not None:
+            first = own[first]
+        if not lead.all():                              # ... leads, the other copies are duplicates
+            lead = np.flatnonzero(np.append(True, lead))
+            key, seq, first = key[lead], seq[lead], first[lead]
+        change = np.append(key[1:] != key[:-1], True)
+        ends = np.flatnonzero(change) + 1               # one run per pair
+        runs = np.append(0, ends[:-1])
+        p = np.repeat(self._pairs(key[runs]), ends - runs)
+        high, mask = self._high[p], self._mask[p]
+        offset = high - seq                             # >= 0: at or below the pair's newest seq so far
+        behind = np.flatnonzero(offset >= 0)
+        if len(behind):
+            back = offset[behind]
+            seen = (back >= WINDOW) | ((mask[behind] >> np.minimum(back, WINDOW - 1).astype(np.uint64)) & _ONE == _ONE)
+            behind = behind[seen]
+        # advance each pair's window to its newest seq in this batch (p sorted, seq sorted within p)
+        last = ends - 1
+        up, old = p[last], high[last]
+        new = np.maximum(old, seq[last])
         shift = new - old
-        shifted = self._mask[up] << np.minimum(shift, WINDOW - 1).astype(np.uint64)
-        self._mask[up] = np.where(shift >= WINDOW, np.uint64(0), shifted)
+        mask = np.where(shift >= WINDOW, np.uint64(0), mask[last] << np.minimum(shift, WINDOW - 1).astype(np.uint64))
         self._high[up] = new
-        fresh = np.flatnonzero(~seen)
-        p, s, first = p[fresh], s[fresh], first[fresh]
-        bit = self._high[p] - s
-        setting = bit < WINDOW
-        np.bitwise_or.at(self._mask, p[setting], _ONE << bit[setting].astype(np.uint64))
+        if len(behind):
+            fresh = np.ones(len(p), dtype=bool)
+            fresh[behind] = False
+            fresh = np.flatnonzero(fresh)
+            p, seq, first = p[fresh], seq[fresh], first[fresh]
+            change = np.append(p[1:] != p[:-1], True)
         if not len(p):
-            return first, first, p
-        last = np.flatnonzero(np.append(p[1:] != p[:-1], True))      # the newest fresh record of each pair
-        return np.sort(first), first[last], p[last]
+            self._mask[up] = mask
+            return first, first, p, seq
+        # set the bits of the fresh seqs: one OR per pair's run (p sorted; runs of the pairs in ``up``)
+        bit = np.repeat(new, ends - runs) if not len(behind) else new[np.searchsorted(up, p)]
+        bit -= seq
+        bits = np.where(bit < WINDOW, _ONE << np.minimum(bit, WINDOW - 1).astype(np.uint64), np.uint64(0))
+        if not len(behind) and len(p) == len(up):   # one fresh seq per pair
+            mask |= bits
+        else:
+            mask[np.searchsorted(up, p[np.flatnonzero(np.append(True, change[:-1]))])] |= \
+                np.bitwise_or.reduceat(bits, np.flatnonzero(np.append(True, change[:-1])))
+        self._mask[up] = mask
+        newest = np.flatnonzero(change)                 # the newest fresh record of each pair
+        return first, first[newest], p[newest], seq[newest]
 
     def _pairs(self, key: np.ndarray) -> np.ndarray:
         """Index in the gamma-ball arrays of the pairs ``key = receiver * M + origin`` (every pair that can talk has one)."""
@@ -549,39 +580,49 @@ class Flooding:
             raise ProtocolError(f"flooding {self.kind!r}: a record reached a node beyond gamma = {self.gamma} hops")
         return pair
 
-    def _update_latest(self, dst: np.ndarray, pair: np.ndarray, base: np.ndarray, rows: np.ndarray) -> None:
-        """Keep the newest record per pair (``base[rows]``, in pair order); older (reordered) records never
-        overwrite newer ones."""
-        seq = base["seq"][rows].astype(np.int64)
-        newer = np.flatnonzero(seq > self._latest_seq[pair])
-        if not len(newer):
-            return
-        f, rows = pair[newer], rows[newer]
-        table = self._latest
-        previous = {name: table[name][f] for name in self.value_names} if self.on_latest or self.sum_spec else None
-        self._latest_seq[f] = seq[newer]
-        self._latest_created[f] = base["created"][rows]
-        current = {}
+    def _update_latest(self, dst: np.ndarray, pair: np.ndarray, seq: np.ndarray, base: np.ndarray,
+                       rows: np.ndarray) -> None:
+        """Keep the newest record per pair (``base[rows]``, sequence numbers ``seq``, in pair order); older
+        (reordered) records never overwrite newer ones."""
+        newer = seq > self._latest_seq[pair]
+        if not newer.all():
+            newer = np.flatnonzero(newer)
+            if not len(newer):
+                return
+            dst, pair, seq, rows = dst[newer], pair[newer], seq[newer], rows[newer]
+        # the records' value columns (they follow the header): one gather of their bytes, then per column
+        # one transposed copy, (elements, n)
+        part = self._value_part
+        values = np.ndarray((len(base),), np.dtype((np.void, part.itemsize)), base,
+                            self.dtype.itemsize - part.itemsize, (base.itemsize,))[rows].view(part)
+        n = len(rows)
+        current = {name: np.ascontiguousarray(values[name].reshape(n, -1).T) for name in self.value_names}
+        previous = {name: self._latest[name][:, pair] for name in self.value_names} \
+            if self.on_latest or self.sum_spec else None
+        self._latest_seq[pair] = seq
+        self._latest_created[pair] = base["created"][rows]
         for name in self.value_names:
-            current[name] = base[name][rows]  # contiguous copies of the record columns
-            table[name][f] = current[name]
-        self._changed(dst[newer], self._ball_origin[f], previous, current)
+            self._latest[name][:, pair] = current[name]
+        self._changed(dst, pair, previous, current)
 
-    def _changed(self, dst: np.ndarray, origin: np.ndarray, previous: Mapping[str, np.ndarray] | None,
+    def _changed(self, dst: np.ndarray, pair: np.ndarray, previous: Mapping[str, np.ndarray] | None,
                  current: Mapping[str, np.ndarray]) -> None:
-        """Latest-table entries (dst, origin) went from ``previous`` to ``current`` (in pair order: ``dst``
-        non-decreasing): update the sums, tell the protocol."""
+        """Latest-table entries ``pair`` (receivers ``dst``, non-decreasing) went from ``previous`` to
+        ``current`` (each column as (elements, n) rows): update the sums, tell the protocol."""
+        if self.sum_spec:
+            runs = np.flatnonzero(np.append(True, dst[1:] != dst[:-1]))   # one reduceat over the receivers
+            who = dst[runs]
         for name, spec in self.sum_spec.items():
             if len(spec) == 1:
                 delta = current[spec[0]] - previous[spec[0]]
-            else:
+            else:  # (elements, n) rows: a column of one element broadcasts over the other's
                 a, b = spec
-                delta = _product(current[a], current[b]) - _product(previous[a], previous[b])
-            # the receivers come in increasing order: one reduceat over their runs
-            runs = np.flatnonzero(np.append(True, dst[1:] != dst[:-1]))
-            self.sums[name][dst[runs]] += np.add.reduceat(delta, runs, axis=0)
+                delta = current[a] * current[b] - previous[a] * previous[b]
+            total = self.sums[name]
+            total[who] += np.add.reduceat(delta, runs, axis=1).T.reshape((len(who),) + total.shape[1:])
         if self.on_latest is not None:
-            self.on_latest(dst, origin, previous, current)
+            self.on_latest(dst, self._ball_origin[pair], *({name: self._column(name, rows) for name, rows in x.items()}
+                                                           for x in (previous, current)))
 
     # ------------------------------------------------------------------ byzantine reports
     def corruptor(self, column: str, *, records_corrupted: Callable[[int], None] | None = None) -> Callable[..., tuple]:

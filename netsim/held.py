@@ -49,7 +49,7 @@ class Flight:
         if constant:
             self.order = None
         else:
-            order = np.argsort(due, kind="stable")  # ties keep the link (send sequence) order
+            order = stable_order(due)  # ties keep the link (send sequence) order
             due, src, dst, start, stop = due[order], src[order], dst[order], start[order], stop[order]
             self.order = order
         self.due, self.src, self.dst, self.start, self.stop = due, src, dst, start, stop
@@ -140,6 +140,15 @@ class Holding:
         self.flights.clear()
         self.head = math.inf
         return entries
+
+
+def stable_order(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")``, faster: an unstable sort, redone stably only if it met ties."""
+    order = np.argsort(values)
+    ordered = values[order]
+    if np.any(ordered[1:] == ordered[:-1]):
+        return np.argsort(values, kind="stable")
+    return order
 
 
 def _number(flight: Flight) -> int:
