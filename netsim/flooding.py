@@ -111,6 +111,7 @@ if TYPE_CHECKING:
 
 HEADER = [("origin", "i4"), ("seq", "i8"), ("created", "f8"), ("life", "i4")]
 WINDOW = 64
+DENSE_PAIRS = 1 << 26  # a dense M x M pair table (int64) up to M = 8192 (512 MiB); a search beyond
 INCARNATION = 1 << 32
 _ONE = np.uint64(1)
 
@@ -275,6 +276,11 @@ class Flooding:
         self._ball_ptr, self._ball_origin = balls(self.network.agent_ptr, self.network.agent_dst, self.gamma)
         pairs = len(self._ball_origin)
         self._pair_key = np.repeat(np.arange(m, dtype=np.int64), np.diff(self._ball_ptr)) * m + self._ball_origin
+        # the pair of (receiver, origin) from a dense M x M table where that is small enough, else by search
+        self._pair_of = None
+        if m * m <= DENSE_PAIRS:
+            self._pair_of = np.full(m * m, -1, dtype=np.int64)
+            self._pair_of[self._pair_key] = np.arange(pairs)
         self._high = np.full(pairs, -1, dtype=np.int64)   # anti-replay window: newest seq per pair
         self._mask = np.zeros(pairs, dtype=np.uint64)      # bit j: seq (high - j) seen
         if self.keep_latest:
@@ -285,6 +291,11 @@ class Flooding:
             # updates runs along long contiguous rows)
             self._latest = {name: np.zeros((self._width[name], pairs), dtype=values.fields[name][0].base)
                             for name in self.value_names}
+            # the terms of each sum per pair, in the same layout (a one-column sum reads the latest table itself)
+            self._terms = {name: self._latest[spec[0]] if len(spec) == 1 else
+                           np.zeros((max(self._width[spec[0]], self._width[spec[1]]), pairs))
+                           for name, spec in self.sum_spec.items()}
+            self._receivers = np.flatnonzero(np.diff(self._ball_ptr))  # receivers with a non-empty ball
 
     # ------------------------------------------------------------------ dense views
     def _dense(self, values: np.ndarray | str, fill: Any) -> np.ndarray:
@@ -383,14 +394,17 @@ class Flooding:
             self._mask[lo:hi] = 0
             if self.keep_latest:
                 had = np.flatnonzero(self._latest_seq[lo:hi] >= 0) + lo
-                previous = {name: rows[:, had] for name, rows in self._latest.items()}
+                previous = {name: rows[:, had] for name, rows in self._latest.items()} if self.on_latest else None
                 self._latest_seq[lo:hi] = -1
                 self._latest_created[lo:hi] = np.nan
-                for rows in self._latest.values():
+                for rows in (*self._latest.values(), *self._terms.values()):
                     rows[:, lo:hi] = 0
-                if len(had):
-                    self._changed(np.full(len(had), a), had, previous,
-                                  {name: np.zeros_like(rows) for name, rows in previous.items()})
+                for total in self.sums.values():
+                    total[a] = 0  # every term of its sums is gone
+                if previous is not None and len(had):
+                    self.on_latest(np.full(len(had), a), self._ball_origin[had], *(
+                        {name: self._column(name, rows) for name, rows in x.items()}
+                        for x in (previous, {name: np.zeros_like(rows) for name, rows in previous.items()})))
             self._seq[a] = (self._seq[a] // INCARNATION + 1) * INCARNATION
         if len(self._outbox_from):  # what they had queued for forwarding is gone too
             gone = np.asarray(agents, dtype=np.int64)
@@ -575,6 +589,11 @@ class Flooding:
 
     def _pairs(self, key: np.ndarray) -> np.ndarray:
         """Index in the gamma-ball arrays of the pairs ``key = receiver * M + origin`` (every pair that can talk has one)."""
+        if self._pair_of is not None:
+            pair = self._pair_of[key]
+            if len(pair) and pair.min() < 0:
+                raise ProtocolError(f"flooding {self.kind!r}: a record reached a node beyond gamma = {self.gamma} hops")
+            return pair
         pair = np.searchsorted(self._pair_key, key)
         if len(pair) and (pair.max() >= len(self._pair_key) or np.any(self._pair_key[pair] != key)):
             raise ProtocolError(f"flooding {self.kind!r}: a record reached a node beyond gamma = {self.gamma} hops")
@@ -597,29 +616,28 @@ class Flooding:
                             self.dtype.itemsize - part.itemsize, (base.itemsize,))[rows].view(part)
         n = len(rows)
         current = {name: np.ascontiguousarray(values[name].reshape(n, -1).T) for name in self.value_names}
-        previous = {name: self._latest[name][:, pair] for name in self.value_names} \
-            if self.on_latest or self.sum_spec else None
+        previous = {name: self._latest[name][:, pair] for name in self.value_names} if self.on_latest else None
+        # the sums: by differences when few entries change, else summed afresh over the whole table (in
+        # steady state every origin publishes once per tick and every pair changes)
+        few = n * 4 < len(self._ball_origin)
+        if few and self.sum_spec:
+            runs = np.flatnonzero(np.append(True, dst[1:] != dst[:-1]))   # receivers in increasing order
+            old = {name: terms[:, pair] for name, terms in self._terms.items()}
         self._latest_seq[pair] = seq
         self._latest_created[pair] = base["created"][rows]
         for name in self.value_names:
             self._latest[name][:, pair] = current[name]
-        self._changed(dst, pair, previous, current)
-
-    def _changed(self, dst: np.ndarray, pair: np.ndarray, previous: Mapping[str, np.ndarray] | None,
-                 current: Mapping[str, np.ndarray]) -> None:
-        """Latest-table entries ``pair`` (receivers ``dst``, non-decreasing) went from ``previous`` to
-        ``current`` (each column as (elements, n) rows): update the sums, tell the protocol."""
-        if self.sum_spec:
-            runs = np.flatnonzero(np.append(True, dst[1:] != dst[:-1]))   # one reduceat over the receivers
-            who = dst[runs]
         for name, spec in self.sum_spec.items():
-            if len(spec) == 1:
-                delta = current[spec[0]] - previous[spec[0]]
-            else:  # (elements, n) rows: a column of one element broadcasts over the other's
-                a, b = spec
-                delta = current[a] * current[b] - previous[a] * previous[b]
+            terms = self._terms[name]
+            if len(spec) == 2:  # (elements, n) rows: a column of one element broadcasts over the other's
+                terms[:, pair] = current[spec[0]] * current[spec[1]]
             total = self.sums[name]
-            total[who] += np.add.reduceat(delta, runs, axis=1).T.reshape((len(who),) + total.shape[1:])
+            if few:
+                change = np.add.reduceat(terms[:, pair] - old[name], runs, axis=1)
+                total[dst[runs]] += change.T.reshape((len(runs),) + total.shape[1:])
+            else:
+                summed = np.add.reduceat(terms, self._ball_ptr[self._receivers], axis=1)
+                total[self._receivers] = summed.T.reshape((len(self._receivers),) + total.shape[1:])
         if self.on_latest is not None:
             self.on_latest(dst, self._ball_origin[pair], *({name: self._column(name, rows) for name, rows in x.items()}
                                                            for x in (previous, current)))
