@@ -160,9 +160,16 @@ def _messages(items: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
             for values, value in zip(single, (item.dst, at, at + len(payload), item.due_at), strict=True):
                 values.append(value)
     close()
-    base = np.frombuffer(b"".join([c.tobytes() for c in chunks]), dtype=chunks[0].dtype)
+    dtype = chunks[0].dtype
+    base = np.concatenate([c.view(np.dtype((np.void, dtype.itemsize))) for c in chunks]).view(dtype)
     return (np.concatenate(dsts).astype(np.int64, copy=False), np.concatenate(starts).astype(np.int64, copy=False),
             np.concatenate(stops).astype(np.int64, copy=False), np.concatenate(dues).astype(float, copy=False), base)
+
+
+def _scatter(table: np.ndarray, columns: np.ndarray, values: np.ndarray) -> None:
+    """``table[:, columns] = values`` for a 2-d table, row by row (one flat scatter per row is faster)."""
+    for row, value in zip(table, np.broadcast_to(values, (len(table), len(columns))), strict=True):
+        row[columns] = value
 
 
 def record_dtype(value_dtype: Sequence[tuple] | np.dtype) -> np.dtype:
@@ -254,7 +261,6 @@ class Flooding:
         self.keep_latest = latest
         values = np.dtype(value_dtype)
         self._value_dtype = values
-        self._value_part = np.dtype([(name, values.fields[name][0]) for name in self.value_names])  # packed
         self._width = {name: int(np.prod(values.fields[name][0].shape, dtype=np.int64)) for name in self.value_names}
         self.sums = {name: np.zeros((m,) + values.fields[spec[0]][0].shape) for name, spec in self.sum_spec.items()}
         if not self.synchronous:
@@ -558,34 +564,29 @@ class Flooding:
             back = offset[behind]
             seen = (back >= WINDOW) | ((mask[behind] >> np.minimum(back, WINDOW - 1).astype(np.uint64)) & _ONE == _ONE)
             behind = behind[seen]
-        # advance each pair's window to its newest seq in this batch (p sorted, seq sorted within p)
+        # advance each pair's window to its newest seq in this batch (p sorted, seq sorted within p) and set
+        # the bits of the fresh seqs (one OR per pair)
         last = ends - 1
         up, old = p[last], high[last]
         new = np.maximum(old, seq[last])
         shift = new - old
         mask = np.where(shift >= WINDOW, np.uint64(0), mask[last] << np.minimum(shift, WINDOW - 1).astype(np.uint64))
         self._high[up] = new
-        if len(behind):
-            fresh = np.ones(len(p), dtype=bool)
-            fresh[behind] = False
-            fresh = np.flatnonzero(fresh)
-            p, seq, first = p[fresh], seq[fresh], first[fresh]
-            change = np.append(p[1:] != p[:-1], True)
-        if not len(p):
-            self._mask[up] = mask
-            return first, first, p, seq
-        # set the bits of the fresh seqs: one OR per pair's run (p sorted; runs of the pairs in ``up``)
-        bit = np.repeat(new, ends - runs) if not len(behind) else new[np.searchsorted(up, p)]
-        bit -= seq
+        bit = np.repeat(new, ends - runs) - seq if len(up) < len(p) else new - seq
         bits = np.where(bit < WINDOW, _ONE << np.minimum(bit, WINDOW - 1).astype(np.uint64), np.uint64(0))
-        if not len(behind) and len(p) == len(up):   # one fresh seq per pair
-            mask |= bits
-        else:
-            mask[np.searchsorted(up, p[np.flatnonzero(np.append(True, change[:-1]))])] |= \
-                np.bitwise_or.reduceat(bits, np.flatnonzero(np.append(True, change[:-1])))
+        if len(behind):
+            bits[behind] = 0
+        mask |= bits if len(up) == len(p) else np.bitwise_or.reduceat(bits, runs)
         self._mask[up] = mask
-        newest = np.flatnonzero(change)                 # the newest fresh record of each pair
-        return first, first[newest], p[newest], seq[newest]
+        if not len(behind):
+            return first, first[last], up, seq[last]
+        fresh = np.ones(len(p), dtype=bool)
+        fresh[behind] = False
+        # the newest fresh record of each pair: the last fresh one of its run (-1: none)
+        newest = np.maximum.reduceat(np.where(fresh, np.arange(len(p)), -1), runs)
+        up = up[newest >= 0]
+        newest = newest[newest >= 0]
+        return first[fresh], first[newest], up, seq[newest]
 
     def _pairs(self, key: np.ndarray) -> np.ndarray:
         """Index in the gamma-ball arrays of the pairs ``key = receiver * M + origin`` (every pair that can talk has one)."""
@@ -609,31 +610,32 @@ class Flooding:
             if not len(newer):
                 return
             dst, pair, seq, rows = dst[newer], pair[newer], seq[newer], rows[newer]
-        # the records' value columns (they follow the header): one gather of their bytes, then per column
-        # one transposed copy, (elements, n)
-        part = self._value_part
-        values = np.ndarray((len(base),), np.dtype((np.void, part.itemsize)), base,
-                            self.dtype.itemsize - part.itemsize, (base.itemsize,))[rows].view(part)
-        n = len(rows)
-        current = {name: np.ascontiguousarray(values[name].reshape(n, -1).T) for name in self.value_names}
-        previous = {name: self._latest[name][:, pair] for name in self.value_names} if self.on_latest else None
+        # the records' value columns, each as (elements, n) rows: one gather per element
+        current = {}
+        for name in self.value_names:
+            column = base[name].reshape(len(base), -1)
+            current[name] = out = np.empty((column.shape[1], len(rows)), column.dtype)
+            for k in range(column.shape[1]):
+                np.take(column[:, k], rows, out=out[k])
+        previous = {name: np.take(self._latest[name], pair, axis=1) for name in self.value_names} \
+            if self.on_latest else None
         # the sums: by differences when few entries change, else summed afresh over the whole table (in
         # steady state every origin publishes once per tick and every pair changes)
-        few = n * 4 < len(self._ball_origin)
+        few = len(rows) * 4 < len(self._ball_origin)
         if few and self.sum_spec:
             runs = np.flatnonzero(np.append(True, dst[1:] != dst[:-1]))   # receivers in increasing order
-            old = {name: terms[:, pair] for name, terms in self._terms.items()}
+            old = {name: np.take(terms, pair, axis=1) for name, terms in self._terms.items()}
         self._latest_seq[pair] = seq
         self._latest_created[pair] = base["created"][rows]
         for name in self.value_names:
-            self._latest[name][:, pair] = current[name]
+            _scatter(self._latest[name], pair, current[name])
         for name, spec in self.sum_spec.items():
             terms = self._terms[name]
             if len(spec) == 2:  # (elements, n) rows: a column of one element broadcasts over the other's
-                terms[:, pair] = current[spec[0]] * current[spec[1]]
+                _scatter(terms, pair, current[spec[0]] * current[spec[1]])
             total = self.sums[name]
             if few:
-                change = np.add.reduceat(terms[:, pair] - old[name], runs, axis=1)
+                change = np.add.reduceat(np.take(terms, pair, axis=1) - old[name], runs, axis=1)
                 total[dst[runs]] += change.T.reshape((len(runs),) + total.shape[1:])
             else:
                 summed = np.add.reduceat(terms, self._ball_ptr[self._receivers], axis=1)
