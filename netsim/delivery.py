@@ -89,11 +89,11 @@ class DeliveryHeap:
 
     # ------------------------------------------------------------------ queueing
     def _push(self, entry: tuple) -> None:
-        """Queue one entry (``entry[8]`` messages, sequence taken just now)."""
+        """Queue one entry (``entry[9]`` messages, sequence taken just now)."""
         if self.tracer:
             for message in _messages(entry):
                 self.tracer("send", message)
-        self._in_flight += entry[8]
+        self._in_flight += entry[9]
         if self._delivering:
             heapq.heappush(self._heap, entry)
             return
@@ -202,7 +202,7 @@ class DeliveryHeap:
                         for entry in islice(run, cursor, bisect_left(run, bound, cursor, end, key=_due)):
                             cursor += 1
                             env._now = entry[0]
-                            handler(_new(Message, (kind, entry[3], entry[4], entry[5], entry[6], entry[0], entry[7])))
+                            handler(_new(Message, entry[2:9]))
                             if heap or len(queue) != size:
                                 break
                     else:
@@ -222,7 +222,7 @@ class DeliveryHeap:
                                 handler, counts = target
                             cursor += 1
                             env._now = due
-                            handler(_new(Message, (kind, entry[3], entry[4], entry[5], entry[6], due, entry[7])))
+                            handler(_new(Message, entry[2:9]))
                             if len(queue) != size or len(heap) != waiting:  # a handler sent or scheduled
                                 size, waiting = len(queue), len(heap)
                                 limit, limit_priority = queue[0][:2] if size else (inf, inf)
@@ -239,7 +239,7 @@ class DeliveryHeap:
                 entry = run[cursor]
                 if heap and heap[0] < entry:
                     entry = heap[0]
-                if holding.head <= entry[0]:
+                if holding.flights and holding.head <= entry[0]:
                     # held flights first: every message due up to this entry's instant or the next SimPy event
                     due = entry[0]
                     if limit < due or limit == due and limit_priority <= DELIVERY:
@@ -270,7 +270,7 @@ class DeliveryHeap:
                         target[1].delivered += 1
                         dst = entry[4]
                         received[dst] += 1
-                        target[0](_new(Message, (entry[2], entry[3], dst, entry[5], entry[6], due, entry[7])))
+                        target[0](_new(Message, entry[2:9]))
                         continue
                 batch = [entry]
                 if following == due:  # the rest of the instant, from both places, in send order
@@ -312,7 +312,7 @@ class DeliveryHeap:
         """Deliver the entries of one instant, in send order."""
         metrics = self.metrics
         by_kind = metrics.messages
-        self._in_flight -= sum(entry[8] for entry in batch)
+        self._in_flight -= sum(entry[9] for entry in batch)
         faults = self.faults
         if faults is not None and faults.has_crashes:
             batch = self._drop_crashed(batch)
@@ -324,7 +324,7 @@ class DeliveryHeap:
         grouped: dict[str, list[tuple]] = {}
         for entry in batch:
             kind, dst = entry[2], entry[4]
-            by_kind[kind].delivered += entry[8]
+            by_kind[kind].delivered += entry[9]
             if type(dst) is list:
                 for d in dst:
                     received[d] += 1
@@ -405,7 +405,7 @@ class DeliveryHeap:
                     for message in _subset(record, ~alive).messages():
                         self.tracer("drop", message)
                 if alive.any():
-                    kept.append(entry[:4] + (_subset(record, alive),) + entry[5:8] + (len(alive) - lost,))
+                    kept.append(entry[:4] + (_subset(record, alive),) + entry[5:9] + (len(alive) - lost,))
             elif up[dst]:
                 kept.append(entry)
             else:

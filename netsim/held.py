@@ -136,7 +136,7 @@ class Holding:
                                               flight.src[lo:].tolist(), flight.dst[lo:].tolist(),
                                               flight.start[lo:].tolist(), flight.stop[lo:].tolist(), strict=True):
                 payload = flight.payload if whole else flight.payload[a:b]
-                entries.append((due, s, flight.kind, src, dst, payload, flight.sent_at, b - a, 1))
+                entries.append((due, s, flight.kind, src, dst, payload, flight.sent_at, due, b - a, 1))
         self.flights.clear()
         self.head = math.inf
         return entries

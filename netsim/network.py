@@ -404,8 +404,8 @@ class Network(DeliveryHeap):
             sampled = self._sampled
             if sampled is None:
                 dst = dsts[0] if count == 1 else list(dsts)
-                self._push((now + self._delay.args["value"], next(self._sequence), kind, src, dst, payload, now, size,
-                            count))
+                due = now + self._delay.args["value"]
+                self._push((due, next(self._sequence), kind, src, dst, payload, now, due, size, count))
                 return
             start = sampled.at
             stop = start + count
@@ -415,7 +415,7 @@ class Network(DeliveryHeap):
             else:
                 delays = sampled.take(count)
             # zip takes a sequence number only for a destination it has already taken
-            entries = [(now + delay, sequence, kind, src, d, payload, now, size, 1)
+            entries = [((due := now + delay), sequence, kind, src, d, payload, now, due, size, 1)
                        for d, delay, sequence in zip(dsts, delays, self._sequence)]
             self._in_flight += count
             if self._delivering:
@@ -468,14 +468,14 @@ class Network(DeliveryHeap):
         if laws is None and law.is_constant:
             due = now + law.args["value"]
             dst = dsts[0] if count == 1 else list(dsts)
-            self._push((due, next(self._sequence), kind, src, dst, payload, now, size, count))
+            self._push((due, next(self._sequence), kind, src, dst, payload, now, due, size, count))
             return
         if laws is None:
             delays = self._law(law).take(count)
         else:
             delays = [lw.args["value"] if lw.is_constant else self._law(lw).next() for lw, _ in laws]
         sequence = self._sequence
-        entries = [(now + delay, next(sequence), kind, src, d, payload, now, size, 1)
+        entries = [((due := now + delay), next(sequence), kind, src, d, payload, now, due, size, 1)
                    for d, delay in zip(dsts, delays, strict=True)]
         self._push_all(entries)
 
@@ -507,8 +507,9 @@ class Network(DeliveryHeap):
             self.tracer("corrupt", message._replace(due_at=now + delay))
         faults = self.faults
         if faults is None or not faults.perturbs:
-            self._push((now + delay, next(self._sequence), message.kind, message.src, message.dst, message.payload,
-                        now, message.size, 1))
+            due = now + delay
+            self._push((due, next(self._sequence), message.kind, message.src, message.dst, message.payload, now, due,
+                        message.size, 1))
             return
         self._perturbed(message, law, delay)
 
@@ -541,8 +542,9 @@ class Network(DeliveryHeap):
             if faults.reorder > 0 and rng.random() < faults.reorder:
                 delay += float(faults.reorder_delay.sample(rng))
                 faults.extras["reordered"] += 1
-            self._push((now + delay, next(self._sequence), message.kind, message.src, message.dst, message.payload,
-                        now, message.size, 1))
+            due = now + delay
+            self._push((due, next(self._sequence), message.kind, message.src, message.dst, message.payload, now, due,
+                        message.size, 1))
 
     def broadcast_chunks(self, kind: str, srcs: np.ndarray, bounds: np.ndarray, payload: np.ndarray) -> int:
         """Every agent ``srcs[i]`` sends the rows ``payload[bounds[i]:bounds[i+1]]`` to each agent neighbour.
@@ -612,7 +614,7 @@ class Network(DeliveryHeap):
             if self.tracer and hit is not None:
                 for message in _subset(record, hit).messages():
                     self.tracer("corrupt", message)
-            self._push((due, next(self._sequence), kind, -1, record, payload, now, 0, len(src)))
+            self._push((due, next(self._sequence), kind, -1, record, payload, now, due, 0, len(src)))
             return total
         # sampled delays or message faults: one entry per link, through the single-message machinery
         hits = hit.tolist() if hit is not None else [False] * len(src)
