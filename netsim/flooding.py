@@ -589,7 +589,8 @@ class Flooding:
         return first[fresh], first[newest], up, seq[newest]
 
     def _pairs(self, key: np.ndarray) -> np.ndarray:
-        """Index in the gamma-ball arrays of the pairs ``key = receiver * M + origin`` (every pair that can talk has one)."""
+        """Index in the gamma-ball arrays of the pairs ``key = receiver * M + origin`` (every pair that can talk
+        has one)."""
         if self._pair_of is not None:
             pair = self._pair_of[key]
             if len(pair) and pair.min() < 0:
