@@ -201,9 +201,9 @@ class Flooding:
     on_latest:
         Optional ``callback(dst, origin, previous, records)`` called when entries of the latest
         table change: ``previous[column][i]`` holds the value that ``records[column][i]`` replaces
-        in entry ``(dst[i], origin[i])`` (zero where there was none); both are structured arrays
-        of the value columns (or dicts of column arrays); entries come receiver by receiver. Lets a protocol keep running aggregates over the table instead of
-        re-reading it.
+        in entry ``(dst[i], origin[i])`` (zero where there was none); both are dicts of column
+        arrays; the entries come receiver by receiver (increasing ``dst``). Lets a protocol keep
+        running aggregates over the table instead of re-reading it.
     deferred:
         Let the engine hold deliveries (``subscribe_deferred``) and handle them together at the
         next :meth:`process` or :meth:`flush` (which calls it first). For protocols that read
