@@ -74,13 +74,14 @@ class _Delays:
     ``at`` itself when a send's delays are all in the current block: it saves a call per send.)
     """
 
-    __slots__ = ("law", "rng", "block", "array", "at")
+    __slots__ = ("law", "rng", "block", "array", "at", "low")
 
     def __init__(self, law: Distribution, rng: np.random.Generator):
         self.law, self.rng = law, rng
         self.block: list[float] = []
         self.array = np.empty(0)  # the same block as an array
         self.at = 0
+        self.low = 0.0  # the smallest delay of the block (a lower bound of any taken from it)
 
     def take(self, count: int) -> list[float]:
         """The next ``count`` delays."""
@@ -119,6 +120,7 @@ class _Delays:
     def _draw(self) -> None:
         self.array = self.law.sample(self.rng, BLOCK)
         self.block = self.array.tolist()
+        self.low = float(self.array.min())
 
     def next(self) -> float:
         """The next delay."""
@@ -412,8 +414,10 @@ class Network(DeliveryHeap):
             if stop <= len(sampled.block):
                 sampled.at = stop
                 delays = sampled.block[start:stop]
+                head = now + sampled.low  # a lower bound of the head: the wake-up may come early, never late
             else:
                 delays = sampled.take(count)
+                head = now + min(delays)
             # zip takes a sequence number only for a destination it has already taken
             entries = [((due := now + delay), sequence, kind, src, d, payload, now, due, size, 1)
                        for d, delay, sequence in zip(dsts, delays, self._sequence)]
@@ -422,7 +426,6 @@ class Network(DeliveryHeap):
                 self._push_during_delivery(entries)
                 return
             self._fresh += entries
-            head = now + min(delays)
             if head < self._alarm_at:
                 self._arm(head)
             return
