@@ -245,13 +245,38 @@ def scaling_section(bench: dict) -> list[str]:
 
 
 def peers_section(bench: dict) -> list[str]:
-    lines = ["| setting | peer code | peer agent-steps per CPU s | CPU s per run (whole process) | peak RSS MiB | "
-             "agent-steps per CPU s | x peer | target (30x) | goal (100x) |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| setting | CPU s per run (whole process) | peak RSS MiB | agent-steps per CPU s | peer code | "
+             "peer, same run | x peer (same run) | peer, reported elsewhere (not a ratio) |",
+             "|---|---|---|---|---|---|---|---|"]
     for scenario, r in bench["peers"].items():
         cpus = ", ".join(f"{c:.3g}" for c in r["cpu_s"])
-        lines.append(f"| `{scenario}` | {r['peer']} | {r['peer_rate']:g} | {cpus} | "
-                     f"{r['maxrss_mib']:g} | {_rate(r['rate'])} | {r['times_peer']:g} | {_rate(r['target_rate'])} | "
-                     f"{_rate(r['goal_rate'])} |")
+        measured = r.get("peer_measured")
+        reported = r["peer_reported"]
+        lines.append(f"| `{scenario}` | {cpus} | {r['maxrss_mib']:g} | {_rate(r['rate'])} | {r['peer']} | "
+                     f"{_rate(measured['rate']) if measured else 'not run'} | "
+                     f"{r['times_peer'] if measured else '-'} | {reported['rate']:g} ({reported['source']}) |")
+    return lines
+
+
+def realistic_section(bench: dict) -> list[str]:
+    out = bench["realistic"]
+    lines = ["| case | paper mode CPU s | realistic CPU s | realistic / paper | target | engine messages "
+             "(realistic) | engine's share of the realistic trial |", "|---|---|---|---|---|---|---|"]
+    for label, c in out["cases"].items():
+        paper = ", ".join(f"{v:.3g}" for v in c["paper_cpu_s"])
+        real = ", ".join(f"{v:.3g}" for v in c["realistic_cpu_s"])
+        target = f"<= {c['target']:g}x" if c["target"] else "(none)"
+        lines.append(f"| {label} | {paper} | {real} | **{c['ratio']:g}x** | {target} | "
+                     f"{c['messages_realistic']:,} | {c['engine_share_realistic']:.0%} |")
+    big = out["big"]
+    lines += ["", f"`{big['scenario']}` {' '.join(big['overrides'])} (whole `netsim run` process):", "",
+              "| mode | CPU s | wall s | peak RSS MiB |", "|---|---|---|---|"]
+    for mode in ("paper", "realistic"):
+        p = big.get(mode, {})
+        if "error" in p:
+            lines.append(f"| {mode} | {p['error']} | - | - |")
+        elif p:
+            lines.append(f"| {mode} | {p['cpu_s']:.3g} | {p['wall_s']:.3g} | {p['maxrss_mib']:g} |")
     return lines
 
 
@@ -316,6 +341,8 @@ def render(results: dict) -> str:
             out += peers_section(bench) + [""]
         if name == "scale":
             out += scale_section(bench) + [""]
+        if name == "realistic":
+            out += realistic_section(bench) + [""]
         if name == "fig1":
             rows = ["| panel | curve | measured at T | CPU s measured (whole process) | CPU s per trial at T = 1000 | "
                     "peak RSS MiB |", "|---|---|---|---|---|---|"]
