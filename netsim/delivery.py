@@ -50,6 +50,7 @@ import simpy
 from simpy.core import URGENT
 
 from netsim.errors import ProtocolError
+from netsim.held import Holding
 from netsim.messages import Message, _entry, _fanout, _first_dst, _messages, _new, _record, _subset
 
 DELIVERY = URGENT
@@ -86,6 +87,8 @@ class DeliveryHeap:
     _in_flight: int
     _alarm: _WakeUp | None
     _alarm_at: float
+    _alone: dict[str, Callable[[Message], None]]  # batch readers, for a message alone at its instant
+    _holding: Holding
 
     # ------------------------------------------------------------------ queueing
     def _push(self, entry: tuple) -> None:
@@ -181,6 +184,8 @@ class DeliveryHeap:
             (kind,) = kinds
             if kind in fast:
                 uniform = kind, fast[kind]
+        # a message alone at its instant goes to a batch reader as a batch of one, without the general step
+        fast.update({kind: (handler, by_kind[kind]) for kind, handler in self._alone.items() if kind in by_kind})
         end = len(run) - 1
         received = self.metrics.received_by_node
         inf = math.inf

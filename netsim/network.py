@@ -199,6 +199,7 @@ class Network(DeliveryHeap):
         self._handlers: dict[str, Handler] = {}
         self._node_handlers: dict[tuple[int, str], Handler] = {}
         self._batch_handlers: dict[str, BatchHandler] = {}
+        self._alone: dict[str, Handler] = {}
         self._record_handlers: dict[str, RecordHandler] = {}
         self._held: dict[str, list] = {}
         self._corruptors: dict[str, Corruptor] = {}
@@ -307,6 +308,7 @@ class Network(DeliveryHeap):
         """
         self._claim(kind, "subscribe_batch")
         self._batch_handlers[kind] = handler
+        self._alone[kind] = lambda message: handler([message])  # a message alone at its instant (netsim.delivery)
 
     def subscribe_records(self, kind: str, handler: RecordHandler) -> None:
         """Call ``handler(records)`` once per instant with the delivered messages of ``kind`` as
