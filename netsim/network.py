@@ -621,7 +621,14 @@ class Network(DeliveryHeap):
                     self.tracer("corrupt", message)
             self._push((due, next(self._sequence), kind, -1, record, payload, now, due, 0, len(src)))
             return total
-        # sampled delays or message faults: one entry per link, through the single-message machinery
+        if not self._tracer and not perturbs:  # sampled delays: one entry per link, built in bulk
+            due, _ = self._link_dues(src, dst, now)
+            first = self._take_sequences(len(src))
+            self._push_all([(d, q, kind, s, t, payload[a:b], now, d, b - a, 1) for d, q, s, t, a, b in
+                             zip(due.tolist(), range(first, first + len(src)), src.tolist(), dst.tolist(),
+                                 start.tolist(), stop.tolist())])
+            return total
+        # a tracer or message faults: one entry per link, through the single-message machinery
         hits = hit.tolist() if hit is not None else [False] * len(src)
         for s, d, a, b, h in zip(src.tolist(), dst.tolist(), start.tolist(), stop.tolist(), hits, strict=True):
             law, _ = self.link_law(s, d)
