@@ -50,7 +50,9 @@ class Multicast(_MulticastFields):
     Message ``i`` goes from ``src[i]`` to ``dst[i]`` and carries the rows
     ``payload[start[i]:stop[i]]`` (``size = stop - start``). What :meth:`Network.subscribe_records`
     handlers receive; one engine entry per sender and flush (or per whole flush). Fields:
-    ``kind, src, dst, start, stop, payload, sent_at, due_at``.
+    ``kind, src, dst, start, stop, payload, sent_at, due_at``. ``due_at`` is one time, or, in the
+    records a deferred reader collects (``Network.collect``), an array of one due time per message
+    (sorted, ties in send order).
     """
 
     __slots__ = ()
@@ -58,8 +60,9 @@ class Multicast(_MulticastFields):
     def messages(self) -> list[Message]:
         """The same messages one by one (payloads are row slices: views, not copies)."""
         payload, kind, sent, due = self.payload, self.kind, self.sent_at, self.due_at
-        return [_new(Message, (kind, s, d, payload[a:b], sent, due, b - a)) for s, d, a, b in
-                zip(self.src.tolist(), self.dst.tolist(), self.start.tolist(), self.stop.tolist(), strict=True)]
+        dues = due.tolist() if isinstance(due, np.ndarray) else [due] * len(self.dst)
+        return [_new(Message, (kind, s, d, payload[a:b], sent, t, b - a)) for s, d, a, b, t in
+                zip(self.src.tolist(), self.dst.tolist(), self.start.tolist(), self.stop.tolist(), dues, strict=True)]
 
 
 _new = tuple.__new__  # builds a Message from a 7-tuple without the NamedTuple __new__ frame
