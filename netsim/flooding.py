@@ -104,14 +104,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netsim.errors import ProtocolError
-from netsim.heard import DENSE_PAIRS, Receiving, take
+from netsim.heard import DENSE_PAIRS, HEADER, Receiving, take
 from netsim.held import stable_order
 from netsim.hops import _Synchronous, balls
 
 if TYPE_CHECKING:
     from netsim.sim import Simulation
 
-HEADER = [("origin", "i4"), ("seq", "i8"), ("created", "f8"), ("life", "i4")]
 INCARNATION = 1 << 32
 
 ReceiveCallback = Callable[[np.ndarray, np.ndarray], None]

@@ -29,6 +29,8 @@ import numpy as np
 from netsim.errors import ProtocolError
 from netsim.held import stable_order
 
+HEADER = [("origin", "i4"), ("seq", "i8"), ("created", "f8"), ("life", "i4")]  # a record's first columns
+HEAD = np.dtype(HEADER)
 WINDOW = 64
 DENSE_PAIRS = 1 << 26  # a dense M x M pair table (int64) up to M = 8192 (512 MiB); a search beyond
 _ONE = np.uint64(1)
@@ -122,8 +124,9 @@ class Receiving:
             row = np.repeat(start - copy_start, sizes) + np.arange(total)   # row of base for every copy
             dst = np.repeat(dst, sizes)
         self.records_received += total
-        fresh, newest, pair, seq = self._fresh_keys(dst, base["origin"][row].astype(np.int64),
-                                                    base["seq"][row].astype(np.int64))
+        # the header of every copy, gathered once as raw bytes (one random access per copy)
+        head = np.ndarray((len(base),), np.dtype((np.void, HEAD.itemsize)), base, 0, (base.itemsize,))[row].view(HEAD)
+        fresh, newest, pair, seq = self._fresh_keys(dst, head["origin"].astype(np.int64), head["seq"])
         self.duplicates += total - len(fresh)
         if not len(fresh):
             return
@@ -132,7 +135,7 @@ class Receiving:
         if self.on_receive is not None:
             fresh = np.sort(fresh)  # arrival order
             self.on_receive(dst[fresh], take(base, row[fresh]))
-        alive = fresh[base["life"][row[fresh]] >= 1]
+        alive = fresh[head["life"][fresh] >= 1]
         if len(alive):
             alive.sort()
             self._queue(dst[alive], take(base, row[alive]))
@@ -152,32 +155,31 @@ class Receiving:
         anti-replay windows. The copies are sorted by (receiver, origin, seq, arrival) with one sort
         of packed 64-bit keys where they fit (a lexsort otherwise).
         """
-        away = origin != dst                            # a record never comes back to its origin
-        own = None if away.all() else np.flatnonzero(away)
-        if own is not None:
-            dst, origin, seq = dst[own], origin[own], seq[own]
-        n = len(dst)
-        if not n:
-            return (np.zeros(0, np.int64),) * 4
         m = self.num_agents
         key = dst * m + origin
+        own = origin == dst                             # a record never comes back to its origin: such
+        kept = len(key) - int(np.count_nonzero(own))    # copies get a key past every pair and are cut off
+        key[own] = m * m
+        n = len(dst)
+        if not kept:
+            return (np.zeros(0, np.int64),) * 4
         s0 = int(seq.min())
-        key_bits, seq_bits, index_bits = (m * m - 1).bit_length(), (int(seq.max()) - s0).bit_length(), n.bit_length()
+        key_bits, seq_bits, index_bits = (m * m).bit_length(), (int(seq.max()) - s0).bit_length(), n.bit_length()
         if key_bits + seq_bits + index_bits <= 63:
             packed = key << (seq_bits + index_bits)
             packed |= (seq - s0) << index_bits
             packed |= np.arange(n)
             packed.sort()
+            packed = packed[:kept]
+            n = kept
             first = packed & ((1 << index_bits) - 1)
             packed >>= index_bits                       # (pair, seq) as one number
             lead = packed[1:] != packed[:-1]            # the first copy of each (pair, seq) ...
             key, seq = packed >> seq_bits, (packed & ((1 << seq_bits) - 1)) + s0
         else:
-            first = np.lexsort((np.arange(n), seq, key))
+            first = np.lexsort((np.arange(n), seq, key))[:kept]
             key, seq = key[first], seq[first]
             lead = (key[1:] != key[:-1]) | (seq[1:] != seq[:-1])
-        if own is not None:
-            first = own[first]
         if not lead.all():                              # ... leads, the other copies are duplicates
             lead = np.flatnonzero(np.append(True, lead))
             key, seq, first = key[lead], seq[lead], first[lead]
@@ -239,13 +241,15 @@ class Receiving:
             if not len(newer):
                 return
             dst, pair, seq, rows = dst[newer], pair[newer], seq[newer], rows[newer]
-        # the records' value columns, each as (elements, n) rows: one gather per element
+        # the records, gathered once as raw rows (one random access each); then each value column as
+        # (elements, n) rows, copied element by element from them
+        records = take(base, rows)
         current = {}
         for name in self.value_names:
-            column = base[name].reshape(len(base), -1)
+            column = records[name].reshape(len(rows), -1)
             current[name] = out = np.empty((column.shape[1], len(rows)), column.dtype)
             for k in range(column.shape[1]):
-                np.take(column[:, k], rows, out=out[k])
+                out[k] = column[:, k]
         previous = {name: np.take(self._latest[name], pair, axis=1) for name in self.value_names} \
             if self.on_latest else None
         # the sums: by differences when few entries change, else summed afresh over the whole table (in
@@ -255,7 +259,7 @@ class Receiving:
             runs = np.flatnonzero(np.append(True, dst[1:] != dst[:-1]))   # receivers in increasing order
             old = {name: np.take(terms, pair, axis=1) for name, terms in self._terms.items()}
         self._latest_seq[pair] = seq
-        self._latest_created[pair] = base["created"][rows]
+        self._latest_created[pair] = records["created"]
         for name in self.value_names:
             _scatter(self._latest[name], pair, current[name])
         for name, spec in self.sum_spec.items():
