@@ -19,8 +19,15 @@ Subclasses declare:
   (empty: scenarios with node crashes are refused when loaded);
 * ``unsupported_faults``: names among ``link_down``, ``crash``, ``duplication``, ``reorder`` it
   refuses (see ``docs/faults.md``);
-* ``columns``: the extra ``trials.csv`` columns :meth:`Protocol.results` may return (a study's
-  figures may plot them; a test checks the declaration against real runs).
+* ``corruptible``: the message kinds whose payloads carry reward statistics (sums, means, counts,
+  theta, votes, Gram matrices), which an ``[adversary]`` corrupts; the protocol gives each its
+  rule in :meth:`Protocol.start` (``network.corruptible``, usually through
+  :func:`netsim.corruption.rewriting`). Empty: the protocol exchanges no reward statistics, and a
+  scenario whose ``[adversary]`` would act is refused when loaded;
+* ``columns``: the extra ``trials.csv`` columns :meth:`Protocol.results` may return, each with its
+  label and unit (``{"sample_complexity": P.column("sample complexity", "rounds", doc=...)}``; a
+  tuple of names is accepted, shown by name); a study's figures may plot them, ``netsim explain``
+  describes them, and a test checks the declaration against real runs.
 
 A protocol whose algorithm *finishes* (identifies an arm, ends its last epoch) overrides
 :meth:`Protocol.unfinished`: a trial that reaches the horizon first gets ``status =
@@ -57,7 +64,8 @@ class Protocol:
     bandit_kinds: ClassVar[tuple[str, ...] | None] = ("bernoulli", "gaussian", "heterogeneous", "csv")
     crash_states: ClassVar[tuple[str, ...]] = ()
     unsupported_faults: ClassVar[tuple[str, ...]] = ()
-    columns: ClassVar[tuple[str, ...]] = ()
+    corruptible: ClassVar[tuple[str, ...]] = ()
+    columns: ClassVar[Mapping[str, P.Field] | tuple[str, ...]] = ()
 
     def __init__(self, sim: Simulation, params: Mapping[str, Any]):
         self.sim = sim

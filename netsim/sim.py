@@ -287,6 +287,11 @@ class Simulation:
         if 0 < watchdog < math.inf:
             self._schedule_watchdog(watchdog)
         self.protocol.start()
+        if self.network.adversary is not None:
+            missing = sorted(set(self.protocol.corruptible) - self.network._corruptors.keys())
+            if missing:
+                raise ProtocolError(f"protocol {self.scenario.protocol['name']!r} declares {missing} corruptible but "
+                                    "gave no rule for them in start(); accepted: network.corruptible(kind, rule)")
         if 0 < budget < math.inf:
             self._run_until_finished(budget)
         else:

@@ -15,6 +15,7 @@ class PingPong(Protocol):
     """Test protocol: every tick agent 0 pings each neighbour; a ping is answered with a pong."""
 
     name = "test-pingpong"
+    corruptible = ("PING",)  # test_corruptions_marked_and_counted gives PING a rule
 
     def start(self):
         net = self.sim.network

@@ -1,0 +1,261 @@
+"""netsim.transport: RFC 6298 timers derived by hand, and exactly-once delivery under loss, duplication,
+reordering and outages, against plain expectations (a set of what was sent)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from netsim import params as P
+from netsim import scenario as S
+from netsim.corruption import Lie, rewriting
+from netsim.distributions import Distribution
+from netsim.protocol import Protocol
+from netsim.registry import protocols
+from netsim.sim import Simulation
+from netsim.streams import trial_sequence
+from netsim.transport import RetransmitTimer, Transport
+from tests.conftest import scenario_dict
+
+
+def test_rfc6298_estimator_by_hand():
+    timer = RetransmitTimer(initial=3.0, minimum=0.5, maximum=40.0)
+    assert timer.rto("k") == 3.0                      # (2.1)
+    assert timer.rto("k", 2) == 12.0                  # (5.5) doubled per expiry
+    assert timer.rto("k", 9) == 40.0                  # (2.5) capped
+    timer.sample("k", 2.0)                            # (2.2): srtt 2, rttvar 1, rto = 2 + 4 * 1
+    assert timer.rto("k") == 6.0
+    timer.sample("k", 4.0)                            # (2.3): rttvar = .75 + .25 * 2 = 1.25, srtt = 2.25
+    assert timer.rto("k") == pytest.approx(2.25 + 4 * 1.25)
+    assert timer.srtt("k") == pytest.approx(2.25)
+    assert timer.rto("other") == 3.0                  # one estimator per key
+    timer.sample("tiny", 0.01)                        # (2.4): never below the minimum, G = minimum
+    assert timer.rto("tiny") == pytest.approx(0.51)
+    timer.forget("k")
+    assert timer.rto("k") == 3.0
+    with pytest.raises(ValueError):
+        RetransmitTimer(initial=0.1, minimum=0.5, maximum=40.0)
+
+
+class Sender(Protocol):
+    """Test protocol: agent 0 sends ``count`` numbered payloads to agent 1, one per tick (``at``: only those ticks)."""
+
+    name = "test-transport-sender"
+    servers = None
+    crash_states = ("kept", "lost")
+    fields = {"count": P.integer(5, low=0), "attempts": P.integer(0, low=0), "initial": P.real(3.0, low=0.0),
+              "every": P.real(1.0, low=0.0, low_open=True), "maximum": P.real(1e6, low=1.0)}
+
+    def start(self):
+        sim = self.sim
+        self.delivered: list[tuple[float, int]] = []
+        self.given_up: list[int] = []
+        self.timer = RetransmitTimer(initial=self.params["initial"], minimum=0.5, maximum=self.params["maximum"])
+        attempts = self.params["attempts"] or None
+        self.transport = Transport(sim, "data", self._on_data, timer=self.timer, attempts=attempts,
+                                   on_give_up=lambda s, d, p: self.given_up.append(p), up=sim.faults.up)
+        self.sent = 0
+        sim.every(self.params["every"], self._tick)
+
+    def _tick(self, now):
+        if self.sent < self.params["count"]:
+            self.transport.send(0, 1, self.sent)
+            self.sent += 1
+
+    def _on_data(self, messages):
+        for m in messages:
+            assert m.dst == 1 and m.src == 0
+            self.delivered.append((self.sim.now, m.payload))
+
+
+protocols._items.setdefault(Sender.name, Sender)
+
+
+def run(protocol=None, faults=None, *, delay=1.0, loss=0.0, horizon=50.0, seed=3):
+    network = {"topology": "path", "agents": 2, "loss": loss,
+               "delay": delay if isinstance(delay, dict) else {"model": "constant", "value": delay}}
+    doc = scenario_dict(protocol={"name": Sender.name, **(protocol or {})}, network=network,
+                        run={"horizon": horizon, "checkpoints": 2, "seed": seed})
+    if faults is not None:
+        doc["faults"] = faults
+    scenario = S.from_dict(doc)
+    sim = Simulation(scenario, trial_sequence(seed, 0))
+    row = sim.run().row
+    return sim.protocol, row
+
+
+def test_lossless_exchange_takes_one_round_trip_and_measures_it():
+    proto, row = run({"count": 3})
+    assert proto.delivered == [(1.0, 0), (2.0, 1), (3.0, 2)]   # sent at 0, 1, 2 over unit delays
+    t = proto.transport
+    assert t.counts["retransmitted"] == 0 and t.counts["acknowledged"] == 3 and t.outstanding() == 0
+    assert proto.timer.srtt((0, 1)) == pytest.approx(2.0)       # every round trip is 2
+    assert row["sent_data"] == 3 and row["sent_data-ack"] == 3
+
+
+def test_karn_rule_and_backoff_reset_on_a_new_exchange():
+    # the link is down during [0, 1): the first message is lost, retransmitted at t = 3 (initial RTO),
+    # acknowledged at 5; no RTT sample from it (Karn). The next exchange starts at 10 with the initial RTO
+    # again (not the backed-off 6): the link is down again at [10, 11), so its retransmission is at 13.
+    proto, _ = run({"count": 2, "every": 10.0}, {"links": [{"u": 0, "v": 1, "start": 0.0, "end": 0.5},
+                                                           {"u": 0, "v": 1, "start": 10.0, "end": 10.5}]})
+    assert proto.delivered == [(4.0, 0), (14.0, 1)]
+    assert proto.timer.samples == 0
+    assert proto.transport.counts["retransmitted"] == 2
+
+
+@pytest.mark.parametrize("outage", [600.0, 1200.0, 2400.0])
+def test_an_outage_costs_logarithmically_many_retransmissions(outage):
+    # the link is down for [0, L): exponential backoff retries at 3, 9, 21, ... (3 (2^a - 1)),
+    # so the message gets through after ceil(log2(L / 3 + 1)) retransmissions, not O(L)
+    proto, _ = run({"count": 1}, {"links": [{"u": 0, "v": 1, "start": 0.0, "end": outage}]},
+                   horizon=4 * outage)
+    retries = proto.transport.counts["retransmitted"]
+    assert retries == math.ceil(math.log2(outage / 3.0 + 1.0))
+    assert [p for _, p in proto.delivered] == [0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exactly_once_under_loss_duplication_and_reordering(seed):
+    faults = {"duplication": 0.3, "reorder": 0.3, "reorder_delay": {"model": "exponential", "mean": 3.0}}
+    delay = {"model": "lognormal", "mean": 2.0, "sigma": 1.0}
+    proto, row = run({"count": 60, "maximum": 50.0}, faults, delay=delay, loss=0.4, horizon=2000.0, seed=seed)
+    payloads = [p for _, p in proto.delivered]
+    assert sorted(payloads) == list(range(60))                  # every number once, none lost, none twice
+    assert proto.transport.counts["duplicates"] > 0             # copies did arrive, and were not handed over
+    assert proto.transport.outstanding() == 0
+    assert row["messages_sent"] == row["messages_delivered"] + row["messages_dropped"] + row["messages_in_flight"]
+
+
+def test_attempts_bound_gives_up_and_a_new_incarnation_is_news():
+    proto, _ = run({"count": 2, "attempts": 2}, {"links": [{"u": 0, "v": 1, "start": 0.0, "end": 100.0}]})
+    assert proto.given_up == [0, 1] and proto.delivered == []
+    assert proto.transport.counts["abandoned"] == 2
+
+
+def test_receiver_memory_follows_the_senders_low_water_mark():
+    proto, _ = run({"count": 40}, {"links": [{"u": 0, "v": 1, "start": 5.0, "end": 6.0}]}, horizon=200.0)
+    t = proto.transport
+    assert sorted(p for _, p in proto.delivered) == list(range(40))
+    assert t._floor[(1, 0)] == 40 and not t._above[(1, 0)]
+
+
+class Asker(Protocol):
+    """Test protocol: agent 0 asks agent 1 ``count`` questions (one per tick) on a transport without
+    acknowledgements; agent 1 answers each on a transport of its own; the answer acknowledges the question."""
+
+    name = "test-transport-asker"
+    servers = None
+    fields = {"count": P.integer(5, low=0), "reliable": P.boolean(True)}
+
+    def start(self):
+        sim = self.sim
+        self.timer = RetransmitTimer(initial=3.0, minimum=0.5, maximum=50.0)
+        reliable = self.params["reliable"]
+        self.questions = Transport(sim, "question", self._on_question, timer=self.timer, acknowledge=False,
+                                   reliable=reliable)
+        self.answers = Transport(sim, "answer", self._on_answer, timer=self.timer, reliable=reliable)
+        self.asked: dict[int, int] = {}          # question payload -> its sequence number
+        self.heard: list[int] = []               # questions agent 1 was handed (each must come once)
+        self.answered_at: dict[int, float] = {}
+        self.sent = 0
+        sim.every(1.0, self._tick)
+
+    def _tick(self, now):
+        if self.sent < self.params["count"]:
+            self.asked[self.sent] = self.questions.send(0, 1, self.sent)
+            self.sent += 1
+
+    def _on_question(self, messages):
+        for m in messages:
+            self.heard.append(m.payload)
+            self.answers.send(1, 0, m.payload)
+
+    def _on_answer(self, messages):
+        for m in messages:
+            self.answered_at.setdefault(m.payload, self.sim.now)
+            self.questions.answered(0, 1, self.asked[m.payload])
+
+
+protocols._items.setdefault(Asker.name, Asker)
+
+
+def _ask(params, faults=None, *, loss=0.0, delay=1.0, seed=3, horizon=300.0):
+    network = {"topology": "path", "agents": 2, "loss": loss,
+               "delay": delay if isinstance(delay, dict) else {"model": "constant", "value": delay}}
+    doc = scenario_dict(protocol={"name": Asker.name, **params}, network=network,
+                        run={"horizon": horizon, "checkpoints": 2, "seed": seed})
+    if faults is not None:
+        doc["faults"] = faults
+    sim = Simulation(S.from_dict(doc), trial_sequence(seed, 0))
+    return sim.protocol, sim.run().row
+
+
+def test_a_question_is_acknowledged_by_its_answer():
+    proto, row = _ask({"count": 3})
+    # asked at 0, 1, 2 over unit delays, answered two periods later; the answer is the only acknowledgement
+    assert proto.answered_at == {0: 2.0, 1: 3.0, 2: 4.0} and proto.heard == [0, 1, 2]
+    assert "sent_question-ack" not in row and row["sent_answer-ack"] == 3
+    assert proto.timer.srtt((0, 1)) == pytest.approx(2.0) and proto.questions.outstanding() == 0
+    assert proto.questions.counts["retransmitted"] == 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_questions_are_repeated_until_answered_and_handed_over_once(seed):
+    faults = {"duplication": 0.3, "reorder": 0.2}
+    proto, _ = _ask({"count": 40}, faults, loss=0.4, delay={"model": "exponential", "mean": 1.0}, seed=seed,
+                    horizon=3000.0)
+    assert sorted(proto.heard) == list(range(40))                   # each question reached its owner once
+    assert sorted(proto.answered_at) == list(range(40))
+    assert proto.questions.outstanding() == 0 and proto.answers.outstanding() == 0
+    assert proto.questions.counts["retransmitted"] > 0              # a lost answer made the question repeat
+
+
+def test_datagram_mode_sends_the_owners_payloads_and_nothing_else():
+    proto, row = _ask({"count": 3, "reliable": False})
+    assert proto.heard == [0, 1, 2] and proto.answered_at == {0: 2.0, 1: 3.0, 2: 4.0}
+    assert row["sent_question"] == 3 and row["sent_answer"] == 3 and row["messages_sent"] == 6
+    assert proto.asked == {0: -1, 1: -1, 2: -1}                    # no sequence numbers
+
+
+def test_lie_replaces_values_by_draws_of_q():
+    q = Distribution("constant", {"value": 7.0})
+    lie = Lie(rng=np.random.default_rng(0), probability=1.0, q=q, sender=0, relay=False)
+    assert np.array_equal(lie(np.zeros(3)), [7.0, 7.0, 7.0]) and lie.hits == 3
+    never = Lie(rng=np.random.default_rng(0), probability=0.0, q=q, sender=0, relay=False)
+    values = np.arange(4.0)
+    assert never(values) is values and never.hits == 0
+    half = Lie(rng=np.random.default_rng(1), probability=0.5,
+               q=Distribution("uniform", {"low": 0.0, "high": 1.0}), sender=0, relay=False)
+    gram = np.stack([np.eye(4) * 5, np.ones((4, 4)) * 9])
+    out = half(gram, symmetric=True)
+    assert np.array_equal(out, np.swapaxes(out, -1, -2))       # a Gram matrix stays symmetric
+    assert 0 < half.hits <= 20 and np.count_nonzero(out != gram) >= half.hits
+
+
+def test_rewriting_corruptor_counts_and_keeps_untouched_payloads():
+    corrupt = rewriting(lambda p, lie: (p[0], lie(p[1])))
+    q = Distribution("constant", {"value": -1.0})
+    payload = ("tag", np.ones(5))
+    same, hits = corrupt(payload, sender=0, rng=np.random.default_rng(0), probability=0.0, q=q, relay=False)
+    assert same is payload and hits == 0
+    new, hits = corrupt(payload, sender=0, rng=np.random.default_rng(0), probability=1.0, q=q, relay=False)
+    assert hits == 5 and new[0] == "tag" and np.all(new[1] == -1.0) and np.all(payload[1] == 1.0)
+
+
+@pytest.mark.parametrize("adversary, key", [
+    ({"byzantine": 0.25, "corruption": 0.0}, "adversary.corruption"),      # liars that never lie
+    ({"corruption": 0.5}, "adversary.corruption"),                          # lies without liars
+    ({"byzantine": 0.01, "corruption": 1.0}, "adversary.byzantine"),        # rounds to no byzantine agent
+    ({"agents": [1], "corruption": 1.0}, "adversary.agents"),              # ucb1 exchanges nothing
+    ({"link_corruption": 0.5}, "adversary.link_corruption"),
+])
+def test_an_adversary_that_would_do_nothing_is_refused(adversary, key):
+    from netsim.errors import InputError
+
+    doc = scenario_dict(protocol={"name": "ucb1"}, adversary=adversary)
+    with pytest.raises(InputError) as info:
+        S.from_dict(doc)
+    assert info.value.key == key
