@@ -89,7 +89,7 @@ class ChunkSends:
             # a deferred kind: one flight, per-link due times as an array (netsim.held)
             due, constant = self._link_dues(src, dst, now)
             self._hold(Flight(kind, due, src, dst, start, stop, payload, now, self._take_sequences(len(src)),
-                              Multicast, constant))
+                              constant))
             return total
         simple = self._uniform_links and not self._overrides and self._delay.is_constant and not perturbs
         if simple:

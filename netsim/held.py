@@ -33,19 +33,21 @@ from typing import Any
 
 import numpy as np
 
+from netsim.messages import Multicast
+
 _SCALAR_FROM = 64  # a slice this short counts its receivers one by one (bincount allocates num_nodes)
 
 
 class Flight:
     """The messages of one send call of a deferred kind, sorted by ``(due, sequence)``."""
 
-    __slots__ = ("kind", "due", "src", "dst", "start", "stop", "payload", "sent_at", "first", "order", "cursor",
-                 "record", "number")
+    __slots__ = ("kind", "due", "src", "dst", "start", "stop", "payload", "sent_at", "number", "order", "cursor")
 
     def __init__(self, kind: str, due: np.ndarray, src: np.ndarray, dst: np.ndarray, start: np.ndarray,
-                 stop: np.ndarray, payload: Any, sent_at: float, first: int, record: type, constant: bool):
-        self.kind, self.payload, self.sent_at, self.first, self.record = kind, payload, sent_at, first, record
-        self.number = first
+                 stop: np.ndarray, payload: Any, sent_at: float, first: int, constant: bool):
+        """Messages ``i`` from ``src[i]`` to ``dst[i]`` carrying rows ``payload[start[i]:stop[i]]``, due at
+        ``due[i]``, with send sequences ``first + i`` (``constant``: every due time is the same)."""
+        self.kind, self.payload, self.sent_at, self.number = kind, payload, sent_at, first
         if constant:
             self.order = None
         else:
@@ -55,11 +57,10 @@ class Flight:
         self.due, self.src, self.dst, self.start, self.stop = due, src, dst, start, stop
         self.cursor = 0
 
-    def slice(self, lo: int, hi: int | np.ndarray) -> tuple:
-        """The record of messages ``lo:hi`` (or of the positions ``lo`` when an index array)."""
-        index = slice(lo, hi) if isinstance(hi, int) else lo
-        return tuple.__new__(self.record, (self.kind, self.src[index], self.dst[index], self.start[index],
-                                           self.stop[index], self.payload, self.sent_at, self.due[index]))
+    def record(self, index: slice | np.ndarray) -> Multicast:
+        """The messages ``index`` (a slice or positions) as one record, their due times as an array."""
+        return Multicast(self.kind, self.src[index], self.dst[index], self.start[index], self.stop[index],
+                         self.payload, self.sent_at, self.due[index])
 
 
 class Holding:
@@ -114,7 +115,7 @@ class Holding:
                 if not len(kept):
                     return
                 dst = dst[kept]
-                record = flight.slice(kept + lo, None)
+                record = flight.record(kept + lo)
                 n = len(kept)
         counts.delivered += n
         if n < _SCALAR_FROM:
@@ -123,7 +124,7 @@ class Holding:
                 received[d] += 1
         else:
             metrics.received_bulk += np.bincount(dst, minlength=network.num_nodes)
-        network._held[flight.kind].append(flight.slice(lo, hi) if record is None else record)
+        network._held[flight.kind].append(flight.record(slice(lo, hi)) if record is None else record)
 
     def drain(self) -> list[tuple]:
         """Every message not settled yet, as single-message queue entries (when a tracer is set)."""
@@ -131,12 +132,10 @@ class Holding:
         for _, _, flight in self.flights:
             lo = flight.cursor
             seq = np.arange(lo, len(flight.due)) if flight.order is None else flight.order[lo:]
-            whole = flight.record.__name__ == "_FanoutRecord"
-            for due, s, src, dst, a, b in zip(flight.due[lo:].tolist(), (seq + flight.first).tolist(),
+            for due, s, src, dst, a, b in zip(flight.due[lo:].tolist(), (seq + flight.number).tolist(),
                                               flight.src[lo:].tolist(), flight.dst[lo:].tolist(),
                                               flight.start[lo:].tolist(), flight.stop[lo:].tolist(), strict=True):
-                payload = flight.payload if whole else flight.payload[a:b]
-                entries.append((due, s, flight.kind, src, dst, payload, flight.sent_at, due, b - a, 1))
+                entries.append((due, s, flight.kind, src, dst, flight.payload[a:b], flight.sent_at, due, b - a, 1))
         self.flights.clear()
         self.head = math.inf
         return entries
