@@ -16,20 +16,17 @@ exactly as its own reference says.
 
 from __future__ import annotations
 
-import networkx as nx
 import numpy as np
-import simpy
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from netsim import faults as F
 from netsim.distributions import Distribution
-from netsim.metrics import Metrics
-from netsim.network import BLOCK, FAULT, Network
+from netsim.network import BLOCK
 from netsim.streams import Streams
 from netsim.testing import MessageSpy
+from tests.test_delivery_heap import NODES
+from tests.test_delivery_heap import build as heap_network
 
-NODES = 6
 LAWS = [Distribution("constant", {"value": 1.0}), Distribution("constant", {"value": 0.0}),
         Distribution("exponential", {"mean": 0.8}), Distribution("uniform", {"low": 1.0, "high": 1.0}),
         Distribution("bernoulli", {"p": 0.5}), Distribution("lognormal", {"mean": 1.0, "sigma": 0.7})]
@@ -40,26 +37,9 @@ FAULTS = [{}, {"duplication": 0.3}, {"reorder": 0.4}, {"crashes": [{"node": 2, "
 
 
 def build(law, loss, overrides, faults_spec, seed):
-    graph = nx.complete_graph(NODES)
-    env = simpy.Environment()
-    metrics = Metrics(NODES, NODES, 1.0, 25.0)
+    """The network of ``tests/test_delivery_heap.py`` (complete graph of NODES agents), with two overridden links."""
     links = {(0, 1): (SLOW, 0.5), (2, 4): (Distribution("constant", {"value": 0.5}), 0.0)} if overrides else {}
-    net = Network(env, graph, num_agents=NODES, components=[list(range(NODES))], delay=law, server_delay=law,
-                  loss=loss, link_overrides=links, rng=np.random.default_rng(seed), metrics=metrics,
-                  delay_rng=np.random.default_rng(seed + 1))
-    spec = F.validate(faults_spec, nodes=NODES)
-    if F.kinds(spec):
-        net.faults = F.Faults(spec, env=env, edges=list(graph.edges), num_nodes=NODES, num_agents=NODES,
-                              streams=Streams(np.random.SeedSequence(seed + 2)), extras=metrics.extras)
-
-        def call_at(when, fn):
-            event = simpy.events.Event(env)
-            event._ok, event._value = True, None
-            event.callbacks.append(lambda _e: fn())
-            env.schedule(event, FAULT, when - env.now)
-
-        net.faults.start(call_at, 1e9)
-    return net, links
+    return heap_network(law, loss, faults_spec, seed, links), links
 
 
 class Reference:
