@@ -2,8 +2,10 @@
 
 What a user pays is the whole process: interpreter start, imports, scenario loading and checks,
 the trials, and writing the result files. :func:`run` starts ``python -m netsim run SCENARIO
---quiet --no-plots`` and reads the child's CPU time (user + system) and peak resident set from
-``resource.getrusage(RUSAGE_CHILDREN)`` (the delta over the child; a child's peak RSS is its own).
+--quiet`` (tables only, as ``netsim run`` writes by default) and reads that child's own CPU time
+(user + system) and peak resident set from ``os.wait4`` (the resource use of that one child:
+``RUSAGE_CHILDREN`` would give the largest child so far as the peak, not this one's).
+:func:`command` does the same for any command line (a peer code).
 """
 
 from __future__ import annotations
@@ -27,27 +29,35 @@ def run(scenario: str, overrides: list[str] = (), *, trials: int | None = None, 
     them raises :class:`RuntimeError` naming the limit, so a sweep goes on.
     """
     with tempfile.TemporaryDirectory() as out:
-        argv = [sys.executable, "-m", "netsim", "run", scenario, "--quiet", "--no-plots", "--out", out]
+        argv = [sys.executable, "-m", "netsim", "run", scenario, "--quiet", "--out", out]
         for item in overrides:
             argv += ["--set", item]
         if trials is not None:
             argv += ["--trials", str(trials)]
-        env = {**os.environ, "NETSIM_NO_PROGRESS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        used = command(argv, cpu_limit=cpu_limit, memory_limit_mib=memory_limit_mib)
+        row = _first_row(Path(out) / "trials.csv")
+    return {**used, "group_regret": float(row["group_regret"]), "agents": int(row["agents"]),
+            "horizon": float(row["horizon"]), "messages_sent": int(row["messages_sent"])}
+
+
+def command(argv: list[str], *, cwd: Path = ROOT, cpu_limit: float | None = None,
+            memory_limit_mib: float | None = None) -> dict:
+    """Run ``argv`` in a child process; its own CPU seconds (user + system), wall seconds and peak RSS (MiB)."""
+    env = {**os.environ, "NETSIM_NO_PROGRESS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    with tempfile.TemporaryFile() as err:
         wall = time.perf_counter()
-        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
-                              preexec_fn=lambda: _limit(cpu_limit, memory_limit_mib))
+        child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                 preexec_fn=lambda: _limit(cpu_limit, memory_limit_mib))
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
         wall = time.perf_counter() - wall
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        if done.returncode != 0:
-            tail = (done.stderr.strip().splitlines() or ["killed"])[-1]
+        cpu = usage.ru_utime + usage.ru_stime
+        if child.returncode != 0:
+            err.seek(0)
+            tail = (err.read().decode(errors="replace").strip().splitlines() or ["killed"])[-1]
             raise RuntimeError(f"stopped after {cpu:.1f} CPU s (limits: {cpu_limit} CPU s, {memory_limit_mib} MiB): "
                                f"{tail[:200]}")
-        row = _first_row(Path(out) / "trials.csv")
-    return {"cpu_s": round(cpu, 3), "wall_s": round(wall, 3), "maxrss_mib": round(after.ru_maxrss / 1024, 1),
-            "group_regret": float(row["group_regret"]), "agents": int(row["agents"]),
-            "horizon": float(row["horizon"]), "messages_sent": int(row["messages_sent"])}
+    return {"cpu_s": round(cpu, 3), "wall_s": round(wall, 3), "maxrss_mib": round(usage.ru_maxrss / 1024, 1)}
 
 
 def _limit(cpu: float | None, memory_mib: float | None) -> None:

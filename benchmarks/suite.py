@@ -8,7 +8,10 @@ the numbers then mean nothing).
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +22,7 @@ from benchmarks import engine as engine_bench
 from benchmarks import feducb as feducb_bench
 from benchmarks import peers as peers_bench
 from benchmarks import process
+from benchmarks import realistic as realistic_bench
 from benchmarks import rio2023 as rio_bench
 from benchmarks import scale as scale_bench
 from benchmarks import zhu2021 as zhu_bench
@@ -28,6 +32,7 @@ from netsim.sim import run_trial
 from netsim.streams import trial_sequence
 
 ROOT = Path(__file__).resolve().parents[1]
+PEER_COMMANDS = "NETSIM_PEER_COMMANDS"
 
 #: Sizes of every benchmark: full run (the page) and --quick (smoke test).
 SIZES: dict[str, dict[str, Any]] = {
@@ -72,21 +77,51 @@ def engine(quick: bool) -> dict:
     for label, delay in (("constant", Distribution("constant", {"value": 1.0})),
                          ("exponential", Distribution("exponential", {"mean": 1.0}))):
         for impl, fn in (("engine", engine_bench.run_engine), ("naive", engine_bench.run_naive),
-                         ("heapq", engine_bench.run_heapq)):
+                         ("callbacks", engine_bench.run_callbacks), ("heapq", engine_bench.run_heapq)):
             def case(fn=fn, delay=delay):
                 return {"work": fn(delay, e["agents"], e["degree"], e["ticks"])[0]}
             cases[f"{impl}-{label}"] = run_case(case, repeats=size["repeats"])
-        ratios[f"engine/naive ({label} delays)"] = ratio(cases[f"engine-{label}"], cases[f"naive-{label}"])
-        ratios[f"engine/heapq ({label} delays)"] = ratio(cases[f"engine-{label}"], cases[f"heapq-{label}"])
+        for baseline in ("naive", "callbacks", "heapq"):
+            ratios[f"engine/{baseline} ({label} delays)"] = ratio(cases[f"engine-{label}"],
+                                                                   cases[f"{baseline}-{label}"])
     return {
-        "title": "Engine message throughput vs naive SimPy (one process per message) and a plain heapq loop",
+        "title": "Engine message throughput vs SimPy (a process per message; a timeout and callback per message) "
+                 "and a plain heapq loop",
         "workload": f"{e['agents']} agents, {e['degree']}-regular graph, every agent broadcasts every tick for "
                     f"{e['ticks']} ticks, one handler call per message; unit: messages delivered",
         "unit": "messages",
         "cases": cases,
         "ratios": ratios,
         "targets": {"engine/naive (constant delays)": [">=", 5.0], "engine/naive (exponential delays)": [">=", 5.0],
-                    "engine/heapq (exponential delays)": [">=", 0.5]},
+                    "engine/callbacks (exponential delays)": [">=", 3.0],
+                    "engine/heapq (exponential delays)": [">=", 0.7]},
+    }
+
+
+def realistic(quick: bool) -> dict:
+    """Realistic mode (sampled delays) against paper mode of the same trial, same run (benchmarks/realistic.py)."""
+    out = realistic_bench.measure(quick)
+    ratios, targets = {}, {}
+    for label, case in out["cases"].items():
+        key = f"realistic/paper CPU, {label}"
+        ratios[key] = case["ratio"]
+        if case["target"]:
+            targets[key] = ["<=", case["target"]]
+    limits = {}
+    big = out["big"].get("realistic", {})
+    cpu, mib = realistic_bench.BIG_LIMITS
+    limits["realistic dubey2020a-private M = 10,000, exponential delays: CPU s"] = ["<=", cpu, big.get("cpu_s")]
+    limits["realistic dubey2020a-private M = 10,000, exponential delays: MiB"] = ["<=", mib, big.get("maxrss_mib")]
+    return {
+        "title": "Realistic mode against paper mode of the same trial",
+        "workload": "one trial of each scenario as bundled (paper mode) and with sampled per-hop delays, same seed, "
+                    "alternately in one process (CPU s, median of the repeats); the engine's share is from a "
+                    "cProfile of one realistic trial; M = 10,000: two whole netsim run processes",
+        "unit": "CPU s",
+        "realistic": out,
+        "ratios": ratios,
+        "targets": targets,
+        "limits": limits,
     }
 
 
@@ -109,17 +144,22 @@ def startup(quick: bool) -> dict:
 
 
 def peers(quick: bool) -> dict:
-    """Agent-steps per CPU s of the whole netsim run process on the two peer settings (benchmarks/peers.py)."""
+    """Agent-steps per CPU s of the whole netsim run process on the two peer settings (benchmarks/peers.py).
+
+    A ratio to a peer code only when it ran in this run: its command line from ``NETSIM_PEER_COMMANDS``
+    (JSON, scenario -> command), measured the same way; otherwise its reported figure is shown as such.
+    """
     overrides = ["run.horizon=20"] if quick else []
-    out = peers_bench.measure(repeats=1 if quick else 3, overrides=overrides)
-    ratios = {f"agent-steps per CPU s / {v['peer']} ({k})": round(v["rate"] / v["peer_rate"], 1)
-              for k, v in out.items()}
+    commands = {k: shlex.split(v) for k, v in json.loads(os.environ.get(PEER_COMMANDS, "{}")).items()}
+    out = peers_bench.measure(repeats=1 if quick else 3, overrides=overrides, peer_commands=commands)
+    ratios = {f"agent-steps per CPU s / {v['peer']} ({k}), same run": v["times_peer"]
+              for k, v in out.items() if "times_peer" in v}
     return {
         "title": "Whole netsim run process on the peer codes' settings: agent-steps per CPU second",
         "workload": "peer-mpucb-byzantine (M = 200, G(200, 0.1), K = 5, gamma = 1, byzantine, T = 200) and "
-                    "peer-flooding-ucb (N = 100, G(100, 3/100), K = 50, gamma = 4, T = 300): one trial, results "
-                    "written, no figures; the peers' own figures (381 and 587 agent-steps per CPU s) are those "
-                    "measured in issue 16 on this machine kind; target 30x, goal 100x",
+                    "peer-flooding-ucb (N = 100, G(100, 3/100), K = 50, gamma = 4, T = 300): one trial, tables "
+                    "written, whole child process; a peer code is measured only when its command is given "
+                    f"({PEER_COMMANDS}), else its figure reported for issue 16 is shown, labelled, in no ratio",
         "unit": "agent-steps",
         "peers": out,
         "ratios": ratios,
@@ -342,8 +382,6 @@ def scaling(quick: bool) -> dict:
 
 def fig1(quick: bool) -> dict:
     """dubey2020a Fig. 1(a), (b), (c) at the paper's size: one full trial per curve, whole-process CPU s."""
-    from benchmarks import process
-
     panels = {"a": ["dubey2020a-fig1a", "dubey2020a-fig1a-nonprivate", "dubey2020a-fig1a-dpucbint",
                     "dubey2020a-fig1a-ucb1"],
               "b": ["dubey2020a-fig1b", "dubey2020a-fig1b-clean", "dubey2020a-fig1b-ucb1"],
@@ -376,6 +414,7 @@ def fig1(quick: bool) -> dict:
 
 BENCHMARKS: dict[str, Callable[[bool], dict]] = {
     "engine": engine,
+    "realistic": realistic,
     "startup": startup,
     "peers": peers,
     "scale": scale,

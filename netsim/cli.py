@@ -35,7 +35,8 @@ examples:
   netsim show quickstart --doc             every key with its meaning, unit and accepted values
   netsim explain network.delay             what a key (or a result column such as comm_cost) means
   netsim schema --out netsim-scenario.schema.json   a JSON Schema of scenario files for editors
-  netsim plot results/quickstart
+  netsim run li2022-fig10-ring --plots      a run with regret.png / communication.png
+  netsim plot results/quickstart           draw the figures of a results folder
   netsim trace li2022-gis-path5 --until 250 --out trace.html   replay the messages in a browser
   netsim sweep quickstart --grid network.agents=5,10 --grid network.topology=ring,complete --trials 4
   netsim run quickstart --executor dask --scheduler tcp://SCHEDULER-HOST:8786
@@ -74,8 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     run = sub.add_parser("run", help="run a scenario and write its result files",
-                         description="Run every trial of a scenario; write trials/agents/timeseries tables, "
-                                     "meta.json and figures to --out; print a summary.")
+                         description="Run every trial of a scenario; write trials/agents/timeseries tables "
+                                     "and meta.json to --out (figures with --plots, or later with 'netsim plot "
+                                     "OUT'); print a summary.")
     run.add_argument("scenario", nargs="?", default=None,
                      help="scenario file or bundled name (default: quickstart)")
     run.add_argument("--trials", type=int, help="number of trials (default: the scenario's run.trials)")
@@ -87,7 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="override a scenario key, e.g. --set network.agents=20 (repeatable)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
-    run.add_argument("--no-plots", action="store_true", help="skip regret.png / communication.png")
+    figures = run.add_mutually_exclusive_group()
+    figures.add_argument("--plots", action="store_true",
+                         help="also draw regret.png / communication.png (default: tables only; 'netsim plot OUT' "
+                              "draws them later)")
+    figures.add_argument("--no-plots", action="store_true", help="no figures (the default; kept for scripts)")
 
     sweep = sub.add_parser("sweep", help="run a Cartesian parameter grid, resumable",
                            description="Run every (grid point, trial) unit of a Cartesian grid of scenario "
@@ -284,7 +290,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{scenario.run['horizon']:g}, executor {executor.name})", file=sys.stderr)
         results = api.run(scenario, executor=executor, progress=None if not args.quiet else False)
     results.meta["command"] = ["netsim", *sys.argv[1:]]
-    written = _save(results, out, format=args.format, plots=not args.no_plots)
+    written = _save(results, out, format=args.format, plots=args.plots)
     if written is None:
         return 130
     print_summary(results)

@@ -50,6 +50,7 @@ import simpy
 from simpy.core import URGENT
 
 from netsim.errors import ProtocolError
+from netsim.held import Holding
 from netsim.messages import Message, _entry, _fanout, _first_dst, _messages, _new, _record, _subset
 
 DELIVERY = URGENT
@@ -86,14 +87,16 @@ class DeliveryHeap:
     _in_flight: int
     _alarm: _WakeUp | None
     _alarm_at: float
+    _alone: dict[str, Callable[[Message], None]]  # batch readers, for a message alone at its instant
+    _holding: Holding
 
     # ------------------------------------------------------------------ queueing
     def _push(self, entry: tuple) -> None:
-        """Queue one entry (``entry[8]`` messages, sequence taken just now)."""
+        """Queue one entry (``entry[9]`` messages, sequence taken just now)."""
         if self.tracer:
             for message in _messages(entry):
                 self.tracer("send", message)
-        self._in_flight += entry[8]
+        self._in_flight += entry[9]
         if self._delivering:
             heapq.heappush(self._heap, entry)
             return
@@ -166,6 +169,7 @@ class DeliveryHeap:
         if self._fresh:
             self._file()
         heap, run, cursor = self._heap, self._run, self._cursor
+        holding = self._holding
         env = self.env
         queue = env._queue
         pop = heapq.heappop
@@ -180,6 +184,8 @@ class DeliveryHeap:
             (kind,) = kinds
             if kind in fast:
                 uniform = kind, fast[kind]
+        # a message alone at its instant goes to a batch reader as a batch of one, without the general step
+        fast.update({kind: (handler, by_kind[kind]) for kind, handler in self._alone.items() if kind in by_kind})
         end = len(run) - 1
         received = self.metrics.received_by_node
         inf = math.inf
@@ -190,6 +196,8 @@ class DeliveryHeap:
                 limit, limit_priority = queue[0][:2] if size else (inf, inf)
                 if plain:
                     bound = heap[0][0] if waiting and heap[0][0] < limit else limit
+                    if holding.head < bound:
+                        bound = holding.head
                     start = streak = cursor  # streak: where the stretch's current kind began
                     if uniform is not None and not waiting:
                         # the run holds one kind, with a per-message handler, and the heap is empty: deliver
@@ -199,7 +207,7 @@ class DeliveryHeap:
                         for entry in islice(run, cursor, bisect_left(run, bound, cursor, end, key=_due)):
                             cursor += 1
                             env._now = entry[0]
-                            handler(_new(Message, (kind, entry[3], entry[4], entry[5], entry[6], entry[0], entry[7])))
+                            handler(_new(Message, entry[2:9]))
                             if heap or len(queue) != size:
                                 break
                     else:
@@ -219,11 +227,13 @@ class DeliveryHeap:
                                 handler, counts = target
                             cursor += 1
                             env._now = due
-                            handler(_new(Message, (kind, entry[3], entry[4], entry[5], entry[6], due, entry[7])))
+                            handler(_new(Message, entry[2:9]))
                             if len(queue) != size or len(heap) != waiting:  # a handler sent or scheduled
                                 size, waiting = len(queue), len(heap)
                                 limit, limit_priority = queue[0][:2] if size else (inf, inf)
                                 bound = heap[0][0] if waiting and heap[0][0] < limit else limit
+                                if holding.head < bound:
+                                    bound = holding.head
                     if cursor != start:
                         counts.delivered += cursor - streak
                         self._count_stretch(run, start, cursor)
@@ -234,6 +244,17 @@ class DeliveryHeap:
                 entry = run[cursor]
                 if heap and heap[0] < entry:
                     entry = heap[0]
+                if holding.flights and holding.head <= entry[0]:
+                    # held flights first: every message due up to this entry's instant or the next SimPy event
+                    due = entry[0]
+                    if limit < due or limit == due and limit_priority <= DELIVERY:
+                        until, inclusive = limit, limit_priority > DELIVERY
+                    else:
+                        until, inclusive = due, True
+                    if holding.head < until or inclusive and holding.head == until:
+                        holding.settle(until, inclusive)
+                        continue
+                if entry is not run[cursor]:
                     due = entry[0]
                     if due >= limit and (due > limit or limit_priority <= DELIVERY):
                         break
@@ -254,7 +275,7 @@ class DeliveryHeap:
                         target[1].delivered += 1
                         dst = entry[4]
                         received[dst] += 1
-                        target[0](_new(Message, (entry[2], entry[3], dst, entry[5], entry[6], due, entry[7])))
+                        target[0](_new(Message, entry[2:9]))
                         continue
                 batch = [entry]
                 if following == due:  # the rest of the instant, from both places, in send order
@@ -276,7 +297,7 @@ class DeliveryHeap:
                 self._run, self._cursor, self._run_kinds = [_END], 0, set()
             else:
                 self._cursor = cursor
-            head = min(run[cursor][0], heap[0][0] if heap else inf)
+            head = min(run[cursor][0], heap[0][0] if heap else inf, holding.head)
             if head < inf:
                 self._arm(head)
 
@@ -296,7 +317,7 @@ class DeliveryHeap:
         """Deliver the entries of one instant, in send order."""
         metrics = self.metrics
         by_kind = metrics.messages
-        self._in_flight -= sum(entry[8] for entry in batch)
+        self._in_flight -= sum(entry[9] for entry in batch)
         faults = self.faults
         if faults is not None and faults.has_crashes:
             batch = self._drop_crashed(batch)
@@ -308,7 +329,7 @@ class DeliveryHeap:
         grouped: dict[str, list[tuple]] = {}
         for entry in batch:
             kind, dst = entry[2], entry[4]
-            by_kind[kind].delivered += entry[8]
+            by_kind[kind].delivered += entry[9]
             if type(dst) is list:
                 for d in dst:
                     received[d] += 1
@@ -389,7 +410,7 @@ class DeliveryHeap:
                     for message in _subset(record, ~alive).messages():
                         self.tracer("drop", message)
                 if alive.any():
-                    kept.append(entry[:4] + (_subset(record, alive),) + entry[5:8] + (len(alive) - lost,))
+                    kept.append(entry[:4] + (_subset(record, alive),) + entry[5:9] + (len(alive) - lost,))
             elif up[dst]:
                 kept.append(entry)
             else:

@@ -37,7 +37,8 @@ class Distribution:
             # parameterised by its mean: mu = ln(mean) - sigma^2 / 2
             return rng.lognormal(math.log(a["mean"]) - a["sigma"] ** 2 / 2, a["sigma"], size)
         if self.model == "bernoulli":
-            return (rng.random(size) < a["p"]).astype(float)
+            draw = rng.random(size) < a["p"]
+            return float(draw) if size is None else draw.astype(float)
         if self.model == "normal":
             return rng.normal(a["mean"], a["sigma"], size)
         raise AssertionError(self.model)

@@ -52,7 +52,8 @@ Duplicates
     Memory is linear in the pairs that can talk: a record travels at most gamma hops, so only
     the pairs (receiver, origin) at distance <= gamma have a window (the gamma-ball of every
     agent, computed once with sparse products of the adjacency matrix, stored as a CSR
-    array). A batch of n record copies is checked in O(n log n) (one sort), at any M.
+    array). A batch of n record copies is checked in O(n log n) (one sort), at any M, as array
+    work without a Python object per message or record (:mod:`netsim.heard`).
 
 Synchronous hops (paper mode)
     With ``synchronous=True`` and a paper-mode run (every agent link delays exactly one clock
@@ -103,23 +104,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netsim.errors import ProtocolError
-from netsim.hops import _product, _Synchronous, balls
+from netsim.heard import DENSE_PAIRS, HEADER, Receiving, take
+from netsim.held import stable_order
+from netsim.hops import _Synchronous, balls
 
 if TYPE_CHECKING:
     from netsim.sim import Simulation
 
-HEADER = [("origin", "i4"), ("seq", "i8"), ("created", "f8"), ("life", "i4")]
-WINDOW = 64
 INCARNATION = 1 << 32
-_ONE = np.uint64(1)
 
 ReceiveCallback = Callable[[np.ndarray, np.ndarray], None]
 LatestCallback = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
-
-
-def take(records: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """``records[index]`` for a structured array, ~10x faster: rows are gathered as opaque bytes."""
-    return records.view(np.dtype((np.void, records.dtype.itemsize)))[index].view(records.dtype)
 
 
 def record_dtype(value_dtype: Sequence[tuple] | np.dtype) -> np.dtype:
@@ -131,7 +126,7 @@ def record_dtype(value_dtype: Sequence[tuple] | np.dtype) -> np.dtype:
     return np.dtype(HEADER + [(name, values.fields[name][0]) for name in values.names or ()])
 
 
-class Flooding:
+class Flooding(Receiving):
     """LOCAL protocol with time-to-live ``gamma`` for messages of one ``kind`` among the agents.
 
     Parameters
@@ -151,9 +146,9 @@ class Flooding:
     on_latest:
         Optional ``callback(dst, origin, previous, records)`` called when entries of the latest
         table change: ``previous[column][i]`` holds the value that ``records[column][i]`` replaces
-        in entry ``(dst[i], origin[i])`` (zero where there was none); both are dicts of contiguous
-        column arrays. Lets a protocol keep running aggregates over the table instead of
-        re-reading it.
+        in entry ``(dst[i], origin[i])`` (zero where there was none); both are dicts of column
+        arrays; the entries come receiver by receiver (increasing ``dst``). Lets a protocol keep
+        running aggregates over the table instead of re-reading it.
     deferred:
         Let the engine hold deliveries (``subscribe_deferred``) and handle them together at the
         next :meth:`process` or :meth:`flush` (which calls it first). For protocols that read
@@ -211,6 +206,7 @@ class Flooding:
         self.keep_latest = latest
         values = np.dtype(value_dtype)
         self._value_dtype = values
+        self._width = {name: int(np.prod(values.fields[name][0].shape, dtype=np.int64)) for name in self.value_names}
         self.sums = {name: np.zeros((m,) + values.fields[spec[0]][0].shape) for name, spec in self.sum_spec.items()}
         if not self.synchronous:
             self._pair_state()
@@ -231,14 +227,26 @@ class Flooding:
         self._ball_ptr, self._ball_origin = balls(self.network.agent_ptr, self.network.agent_dst, self.gamma)
         pairs = len(self._ball_origin)
         self._pair_key = np.repeat(np.arange(m, dtype=np.int64), np.diff(self._ball_ptr)) * m + self._ball_origin
+        # the pair of (receiver, origin) from a dense M x M table where that is small enough, else by search
+        self._pair_of = None
+        if m * m <= DENSE_PAIRS:
+            self._pair_of = np.full(m * m, -1, dtype=np.int64)
+            self._pair_of[self._pair_key] = np.arange(pairs)
         self._high = np.full(pairs, -1, dtype=np.int64)   # anti-replay window: newest seq per pair
         self._mask = np.zeros(pairs, dtype=np.uint64)      # bit j: seq (high - j) seen
         if self.keep_latest:
             values = self._value_dtype
             self._latest_seq = np.full(pairs, -1, dtype=np.int64)
             self._latest_created = np.full(pairs, np.nan)
-            self._latest = {name: np.zeros((pairs,) + values.fields[name][0].shape, dtype=values.fields[name][0].base)
+            # per value column, one row per element and one column per pair (so that arithmetic on a batch of
+            # updates runs along long contiguous rows)
+            self._latest = {name: np.zeros((self._width[name], pairs), dtype=values.fields[name][0].base)
                             for name in self.value_names}
+            # the terms of each sum per pair, in the same layout (a one-column sum reads the latest table itself)
+            self._terms = {name: self._latest[spec[0]] if len(spec) == 1 else
+                           np.zeros((max(self._width[spec[0]], self._width[spec[1]]), pairs))
+                           for name, spec in self.sum_spec.items()}
+            self._receivers = np.flatnonzero(np.diff(self._ball_ptr))  # receivers with a non-empty ball
 
     # ------------------------------------------------------------------ dense views
     def _dense(self, values: np.ndarray | str, fill: Any) -> np.ndarray:
@@ -271,7 +279,11 @@ class Flooding:
             return {name: self._sync.dense(name, 0) for name in self.value_names}
         if not self._mode:
             return {name: self._dense(name, 0) for name in self.value_names}
-        return {name: self._dense(values, 0) for name, values in self._latest.items()}
+        return {name: self._dense(self._column(name, self._latest[name]), 0) for name in self.value_names}
+
+    def _column(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """A value column stored as (elements, n) back in its own shape, (n, *shape) (a view)."""
+        return rows.T.reshape((rows.shape[1],) + self._value_dtype.fields[name][0].shape)
 
     # ------------------------------------------------------------------ sources
     def records(self, agents: np.ndarray, values: Mapping[str, Any] | np.ndarray | None = None) -> np.ndarray:
@@ -332,16 +344,18 @@ class Flooding:
             self._high[lo:hi] = -1
             self._mask[lo:hi] = 0
             if self.keep_latest:
-                previous = {name: values[lo:hi].copy() for name, values in self._latest.items()}
-                had = self._latest_seq[lo:hi] >= 0
+                had = np.flatnonzero(self._latest_seq[lo:hi] >= 0) + lo
+                previous = {name: rows[:, had] for name, rows in self._latest.items()} if self.on_latest else None
                 self._latest_seq[lo:hi] = -1
                 self._latest_created[lo:hi] = np.nan
-                for values in self._latest.values():
-                    values[lo:hi] = 0
-                if had.any():
-                    cleared = {name: np.zeros_like(v[had]) for name, v in previous.items()}
-                    self._changed(np.full(int(had.sum()), a), self._ball_origin[lo:hi][had],
-                                  {name: v[had] for name, v in previous.items()}, cleared)
+                for rows in (*self._latest.values(), *self._terms.values()):
+                    rows[:, lo:hi] = 0
+                for total in self.sums.values():
+                    total[a] = 0  # every term of its sums is gone
+                if previous is not None and len(had):
+                    self.on_latest(np.full(len(had), a), self._ball_origin[had], *(
+                        {name: self._column(name, rows) for name, rows in x.items()}
+                        for x in (previous, {name: np.zeros_like(rows) for name, rows in previous.items()})))
             self._seq[a] = (self._seq[a] // INCARNATION + 1) * INCARNATION
         if len(self._outbox_from):  # what they had queued for forwarding is gone too
             gone = np.asarray(agents, dtype=np.int64)
@@ -367,8 +381,9 @@ class Flooding:
         self.process()
         if not self._outbox:
             return 0
-        records = np.concatenate(self._outbox) if len(self._outbox) > 1 else self._outbox[0]
-        senders = np.concatenate(self._outbox_from) if len(self._outbox_from) > 1 else self._outbox_from[0]
+        joined = len(self._outbox) > 1  # a new array (else the caller's, which must not change)
+        records = np.concatenate(self._outbox) if joined else self._outbox[0]
+        senders = np.concatenate(self._outbox_from) if joined else self._outbox_from[0]
         self._outbox.clear()
         self._outbox_from.clear()
         faults = self.sim.faults
@@ -378,9 +393,11 @@ class Flooding:
                 senders, records = senders[up], take(records, np.flatnonzero(up))
         if not len(senders):
             return 0
-        order = np.argsort(senders, kind="stable")
-        records = take(records, order)
-        senders = senders[order]
+        if np.any(senders[1:] < senders[:-1]):
+            order = stable_order(senders)
+            records, senders = take(records, order), senders[order]
+        elif not joined:
+            records = records.copy()
         records["life"] -= 1  # the hop about to be made
         cut = np.flatnonzero(np.diff(senders)) + 1
         bounds = np.concatenate(([0], cut, [len(senders)]))
@@ -399,140 +416,6 @@ class Flooding:
                     self._sync.arrived(held)
                 else:
                     self._process(held)
-
-    def _process(self, items: list) -> None:
-        """Handle delivered messages (:class:`~netsim.network.Multicast` arrays or single Messages)."""
-        # Messages of one flush share their payload array, so the distinct payloads are joined once
-        # and each message becomes a range of row indices. (Joining raw bytes is also ~50x faster
-        # than np.concatenate on structured arrays.)
-        slot: dict[int, int] = {}
-        chunks: list[np.ndarray] = []
-        which, dsts, starts, stops = [], [], [], []
-        for item in items:
-            if hasattr(item, "start"):  # a Multicast
-                payload, start, stop, dst = item.payload, item.start, item.stop, item.dst
-            else:
-                payload, dst = item.payload, np.array([item.dst], dtype=np.int64)
-                start, stop = np.zeros(1, np.int64), np.array([len(payload)], dtype=np.int64)
-            j = slot.get(id(payload))
-            if j is None:
-                j = slot[id(payload)] = len(chunks)
-                chunks.append(payload)
-            which.append(np.full(len(dst), j, dtype=np.int64))
-            dsts.append(dst)
-            starts.append(start)
-            stops.append(stop)
-        base = np.frombuffer(b"".join([c.tobytes() for c in chunks]), dtype=self.dtype)
-        lengths = np.array([len(c) for c in chunks], dtype=np.int64)
-        offset = np.cumsum(lengths) - lengths
-        which = np.concatenate(which)
-        start = np.concatenate(starts) + offset[which]
-        sizes = np.concatenate(stops) - np.concatenate(starts)
-        total = int(sizes.sum())
-        copy_start = np.cumsum(sizes) - sizes
-        row = np.repeat(start - copy_start, sizes) + np.arange(total)   # row of base for every copy
-        dst = np.repeat(np.concatenate(dsts), sizes)
-        self.records_received += total
-        origin = base["origin"][row].astype(np.int64)
-        keep, pair = self._fresh_keys(dst, origin, base["seq"][row].astype(np.int64))
-        self.duplicates += total - len(keep)
-        if not len(keep):
-            return
-        dst, records = dst[keep], take(base, row[keep])
-        if self.keep_latest:
-            self._update_latest(dst, pair, records)
-        if self.on_receive is not None:
-            self.on_receive(dst, records)
-        alive = np.flatnonzero(records["life"] >= 1)
-        if len(alive):
-            self._queue(dst[alive], take(records, alive))
-            if self.relay == "on_receipt":
-                self.flush()
-
-    def _fresh(self, dst: np.ndarray, records: np.ndarray) -> np.ndarray:
-        """Indices (in arrival order) of the records not seen before by their receiver; updates the window."""
-        return self._fresh_keys(np.asarray(dst, dtype=np.int64), records["origin"].astype(np.int64),
-                                records["seq"].astype(np.int64))[0]
-
-    def _pairs(self, dst: np.ndarray, origin: np.ndarray) -> np.ndarray:
-        """Index of the pair (dst, origin) in the gamma-ball arrays (every pair that can talk has one)."""
-        key = dst * self.num_agents + origin
-        pair = np.searchsorted(self._pair_key, key)
-        if len(pair) and (pair.max() >= len(self._pair_key) or np.any(self._pair_key[pair] != key)):
-            raise ProtocolError(f"flooding {self.kind!r}: a record reached a node beyond gamma = {self.gamma} hops")
-        return pair
-
-    def _fresh_keys(self, dst: np.ndarray, origin: np.ndarray, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(indices in arrival order of the first copies never seen before, their pair indices)."""
-        own = np.flatnonzero(origin != dst)             # a record never comes back to its origin
-        if not len(own):
-            return own, own
-        p = self._pairs(dst[own], origin[own])
-        s = seq[own]
-        order = np.lexsort((s, p))                      # stable: the first copy of each (pair, seq) leads
-        p, s, first = p[order], s[order], own[order]
-        lead = np.ones(len(p), dtype=bool)
-        lead[1:] = (p[1:] != p[:-1]) | (s[1:] != s[:-1])
-        p, s, first = p[lead], s[lead], first[lead]
-        high = self._high[p]
-        offset = high - s
-        seen = (offset >= 0) & ((offset >= WINDOW) | (
-            ((self._mask[p] >> np.minimum(np.maximum(offset, 0), WINDOW - 1).astype(np.uint64)) & _ONE) == _ONE))
-        # advance each pair's window to its newest seq in this batch (p sorted, s sorted within p)
-        last = np.flatnonzero(np.append(p[1:] != p[:-1], True))
-        up, top = p[last], s[last]
-        old = self._high[up]
-        new = np.maximum(old, top)
-        shift = new - old
-        shifted = self._mask[up] << np.minimum(shift, WINDOW - 1).astype(np.uint64)
-        self._mask[up] = np.where(shift >= WINDOW, np.uint64(0), shifted)
-        self._high[up] = new
-        fresh = ~seen
-        bit = self._high[p] - s
-        setting = fresh & (bit < WINDOW)
-        np.bitwise_or.at(self._mask, p[setting], _ONE << bit[setting].astype(np.uint64))
-        order = np.argsort(first[fresh], kind="stable")
-        return first[fresh][order], p[fresh][order]
-
-    def _update_latest(self, dst: np.ndarray, pair: np.ndarray, records: np.ndarray) -> None:
-        """Keep the newest record per pair; older (reordered) records never overwrite newer ones."""
-        seq = records["seq"].astype(np.int64)
-        order = np.lexsort((seq, pair))
-        last = order[np.append(pair[order][1:] != pair[order][:-1], True)]  # newest record of each pair
-        last = last[seq[last] > self._latest_seq[pair[last]]]
-        if not len(last):
-            return
-        last = np.sort(last)
-        f = pair[last]
-        table = self._latest
-        previous = {name: table[name][f] for name in self.value_names} if self.on_latest is not None else None
-        if previous is None and self.sum_spec:
-            previous = {name: table[name][f] for name in self.value_names}
-        self._latest_seq[f] = seq[last]
-        self._latest_created[f] = records["created"][last]
-        current = {}
-        for name in self.value_names:
-            current[name] = records[name][last]  # contiguous copies of the record columns
-            table[name][f] = current[name]
-        self._changed(dst[last], self._ball_origin[f], previous, current)
-
-    def _changed(self, dst: np.ndarray, origin: np.ndarray, previous: Mapping[str, np.ndarray] | None,
-                 current: Mapping[str, np.ndarray]) -> None:
-        """Latest-table entries (dst, origin) went from ``previous`` to ``current``: update sums, tell the protocol."""
-        m = self.num_agents
-        for name, spec in self.sum_spec.items():
-            if len(spec) == 1:
-                delta = current[spec[0]] - previous[spec[0]]
-            else:
-                a, b = spec
-                delta = _product(current[a], current[b]) - _product(previous[a], previous[b])
-            width = int(np.prod(delta.shape[1:], dtype=np.int64))
-            # one bincount over (receiver, element) cells; each cell adds its terms in record order
-            cell = (dst[:, None] * width + np.arange(width)).ravel()
-            total = self.sums[name]
-            total += np.bincount(cell, weights=delta.ravel(), minlength=m * width).reshape(total.shape)
-        if self.on_latest is not None:
-            self.on_latest(dst, origin, previous, current)
 
     # ------------------------------------------------------------------ byzantine reports
     def corruptor(self, column: str, *, records_corrupted: Callable[[int], None] | None = None) -> Callable[..., tuple]:

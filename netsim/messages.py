@@ -1,7 +1,8 @@
 """What travels on the network: messages, multicast records, queue entries, and the adversary's rules.
 
 An entry of the delivery queue of :class:`netsim.network.Network` (:mod:`netsim.delivery`) is a
-tuple ``(due, sequence, kind, src, dst, payload, sent_at, size, count)``: ``dst`` is an int for
+tuple ``(due, sequence, kind, src, dst, payload, sent_at, due, size, count)`` (so that ``entry[2:9]``
+are the fields of its :class:`Message`): ``dst`` is an int for
 one message, a list of ints for a multicast of one payload (constant-delay ``send_many`` /
 ``broadcast``), or a :class:`Multicast` for a ``broadcast_chunks`` flush; ``count`` is the number
 of messages it carries. The helpers below turn entries into what each kind of reader receives.
@@ -49,7 +50,9 @@ class Multicast(_MulticastFields):
     Message ``i`` goes from ``src[i]`` to ``dst[i]`` and carries the rows
     ``payload[start[i]:stop[i]]`` (``size = stop - start``). What :meth:`Network.subscribe_records`
     handlers receive; one engine entry per sender and flush (or per whole flush). Fields:
-    ``kind, src, dst, start, stop, payload, sent_at, due_at``.
+    ``kind, src, dst, start, stop, payload, sent_at, due_at``. ``due_at`` is one time, or, in the
+    records a deferred reader collects (``Network.collect``), an array of one due time per message
+    (sorted, ties in send order).
     """
 
     __slots__ = ()
@@ -57,8 +60,9 @@ class Multicast(_MulticastFields):
     def messages(self) -> list[Message]:
         """The same messages one by one (payloads are row slices: views, not copies)."""
         payload, kind, sent, due = self.payload, self.kind, self.sent_at, self.due_at
-        return [_new(Message, (kind, s, d, payload[a:b], sent, due, b - a)) for s, d, a, b in
-                zip(self.src.tolist(), self.dst.tolist(), self.start.tolist(), self.stop.tolist(), strict=True)]
+        dues = due.tolist() if isinstance(due, np.ndarray) else [due] * len(self.dst)
+        return [_new(Message, (kind, s, d, payload[a:b], sent, t, b - a)) for s, d, a, b, t in
+                zip(self.src.tolist(), self.dst.tolist(), self.start.tolist(), self.stop.tolist(), dues, strict=True)]
 
 
 _new = tuple.__new__  # builds a Message from a 7-tuple without the NamedTuple __new__ frame
@@ -116,7 +120,7 @@ def _fanout(entry: tuple) -> Multicast:
     dst = np.array(entry[4], dtype=np.int64)
     n = len(dst)
     return tuple.__new__(_FanoutRecord, (entry[2], np.full(n, entry[3], dtype=np.int64), dst, np.zeros(n, np.int64),
-                                         np.full(n, entry[7], dtype=np.int64), entry[5], entry[6], entry[0]))
+                                         np.full(n, entry[8], dtype=np.int64), entry[5], entry[6], entry[0]))
 
 
 def _subset(record: Multicast, mask: np.ndarray) -> Multicast:
@@ -128,11 +132,11 @@ def _messages(entry: tuple) -> list[Message]:
     """Every message of an entry, one by one."""
     dst = entry[4]
     if type(dst) is list:
-        kind, src, payload, sent, due, size = entry[2], entry[3], entry[5], entry[6], entry[0], entry[7]
+        kind, src, payload, sent, due, size = entry[2], entry[3], entry[5], entry[6], entry[0], entry[8]
         return [_new(Message, (kind, src, d, payload, sent, due, size)) for d in dst]
     if isinstance(dst, tuple):
         return dst.messages()
-    return [_new(Message, (entry[2], entry[3], dst, entry[5], entry[6], entry[0], entry[7]))]
+    return [_new(Message, entry[2:9])]
 
 
 def _record(entry: tuple) -> Multicast | Message:
@@ -146,18 +150,17 @@ def _record(entry: tuple) -> Multicast | Message:
         return dst
     if type(dst) is list:
         payload = entry[5]
-        if isinstance(payload, np.ndarray) and len(payload) == entry[7]:
+        if isinstance(payload, np.ndarray) and len(payload) == entry[8]:
             dst = np.array(dst, dtype=np.int64)
             n = len(dst)
             return Multicast(entry[2], np.full(n, entry[3], dtype=np.int64), dst, np.zeros(n, np.int64),
-                             np.full(n, entry[7], dtype=np.int64), payload, entry[6], entry[0])
+                             np.full(n, entry[8], dtype=np.int64), payload, entry[6], entry[0])
         return _fanout(entry)
-    return _new(Message, (entry[2], entry[3], dst, entry[5], entry[6], entry[0], entry[7]))
+    return _new(Message, entry[2:9])
 
 
 def _entry(message: Message) -> tuple:
-    return (message.due_at, 0, message.kind, message.src, message.dst, message.payload, message.sent_at,
-            message.size, 1)
+    return (message.due_at, 0, *message, 1)
 
 
 def _first_dst(entry: tuple) -> int:

@@ -10,14 +10,17 @@ Delivery (see ``docs/engine.md``, "Delivery and ordering")
     flight: a send of one payload to several neighbours over constant-delay links is one entry
     carrying its destinations as an array (a *multicast*), and a
     :meth:`Network.broadcast_chunks` call (many senders, each its own rows of one array) is one
-    entry too. Single messages sent between two wake-ups are sorted into a *run* when the wake-up
-    fires; multicasts and what handlers send wait on a heap (:mod:`netsim.delivery`).
+    entry too with constant delays, and one *flight* of arrays whatever the delays when its kind
+    has a deferred reader (:mod:`netsim.held`). Single messages sent between two wake-ups are
+    sorted into a *run* when the wake-up fires; multicasts and what handlers send wait on a heap
+    (:mod:`netsim.delivery`).
 
 Order at one instant (deterministic)
     1. checkpoints of the time series, then crash and restart events (they run before anything
        else due at that instant);
-    2. message deliveries, in send order; per-message handlers are called in that order, batch
-       and record subscribers once per instant after them;
+    2. message deliveries, in send order: held flights' messages due then are counted and held
+       first, then per-message handlers are called in send order, batch and record subscribers
+       once per instant after them;
     3. clock ticks and other protocol events, in the order they were scheduled.
     A zero-delay message sent during step 2 or 3 is delivered right after the handler or
     event that sent it.
@@ -29,6 +32,7 @@ marks as a whole before anything reads or marks links (see its module docstring)
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -39,9 +43,11 @@ import numpy as np
 import simpy
 from simpy.core import NORMAL, URGENT
 
+from netsim.chunks import ChunkSends
 from netsim.delivery import _END, DELIVERY, DeliveryHeap
 from netsim.distributions import Distribution
 from netsim.errors import ProtocolError
+from netsim.held import Holding
 from netsim.messages import (  # re-exported: the engine API names live here for protocols
     Adversary,
     BatchHandler,
@@ -50,7 +56,6 @@ from netsim.messages import (  # re-exported: the engine API names live here for
     Message,
     Multicast,
     RecordHandler,
-    _subset,
 )
 from netsim.metrics import Metrics
 
@@ -72,12 +77,14 @@ class _Delays:
     ``at`` itself when a send's delays are all in the current block: it saves a call per send.)
     """
 
-    __slots__ = ("law", "rng", "block", "at")
+    __slots__ = ("law", "rng", "block", "array", "at", "low")
 
     def __init__(self, law: Distribution, rng: np.random.Generator):
         self.law, self.rng = law, rng
         self.block: list[float] = []
+        self.array = np.empty(0)  # the same block as an array
         self.at = 0
+        self.low = 0.0  # the smallest delay of the block (a lower bound of any taken from it)
 
     def take(self, count: int) -> list[float]:
         """The next ``count`` delays."""
@@ -88,12 +95,35 @@ class _Delays:
             return self.block[start:stop]
         out = self.block[start:]
         while True:
-            self.block = self.law.sample(self.rng, BLOCK).tolist()
+            self._draw()
             need = count - len(out)
             if need <= BLOCK:
                 self.at = need
                 return out + self.block[:need]
             out += self.block
+
+    def take_array(self, count: int) -> np.ndarray:
+        """The next ``count`` delays as an array (the same draws as :meth:`take`)."""
+        start = self.at
+        stop = start + count
+        if stop <= len(self.array):
+            self.at = stop
+            return self.array[start:stop]
+        parts = [self.array[start:]]
+        need = count - len(parts[0])
+        while need > BLOCK:
+            self._draw()
+            parts.append(self.array)
+            need -= BLOCK
+        self._draw()
+        self.at = need
+        parts.append(self.array[:need])
+        return np.concatenate(parts)
+
+    def _draw(self) -> None:
+        self.array = self.law.sample(self.rng, BLOCK)
+        self.block = self.array.tolist()
+        self.low = float(self.array.min())
 
     def next(self) -> float:
         """The next delay."""
@@ -105,15 +135,7 @@ class _Delays:
 
 
 
-def _copy(payload: Any) -> Any:
-    """A copy of a message payload; a structured array is copied as raw rows (numpy copies those field by
-    field, ~20x slower)."""
-    if isinstance(payload, np.ndarray) and payload.dtype.names:
-        return payload.view(np.dtype((np.void, payload.dtype.itemsize))).copy().view(payload.dtype)
-    return payload.copy()
-
-
-class Network(DeliveryHeap):
+class Network(DeliveryHeap, ChunkSends):
     """The communication graph with its links, delays, losses and counters.
 
     Nodes ``0 .. num_agents-1`` are agents; the next ``len(servers)`` ids are servers,
@@ -172,11 +194,13 @@ class Network(DeliveryHeap):
         self._handlers: dict[str, Handler] = {}
         self._node_handlers: dict[tuple[int, str], Handler] = {}
         self._batch_handlers: dict[str, BatchHandler] = {}
+        self._alone: dict[str, Handler] = {}
         self._record_handlers: dict[str, RecordHandler] = {}
         self._held: dict[str, list] = {}
         self._corruptors: dict[str, Corruptor] = {}
         self._tracer: Callable[[str, Message], None] | None = None
         self._faults: Any = None
+        self._holding = Holding(self)  # flights of deferred kinds (netsim.held)
         self._plain = self._simple  # no tracer, no faults, one delay law, no loss: the send fast path
 
     def _build_adjacency(self) -> None:
@@ -213,6 +237,9 @@ class Network(DeliveryHeap):
     def tracer(self, tracer: Callable[[str, Message], None] | None) -> None:
         self._tracer = tracer
         self._plain = self._simple and not tracer and self._faults is None
+        if tracer and self._holding.flights:  # from now on every message goes through the queue, in order
+            self._heap.extend(self._holding.drain())
+            heapq.heapify(self._heap)
 
     @property
     def faults(self) -> Any:
@@ -276,6 +303,7 @@ class Network(DeliveryHeap):
         """
         self._claim(kind, "subscribe_batch")
         self._batch_handlers[kind] = handler
+        self._alone[kind] = lambda message: handler([message])  # a message alone at its instant (netsim.delivery)
 
     def subscribe_records(self, kind: str, handler: RecordHandler) -> None:
         """Call ``handler(records)`` once per instant with the delivered messages of ``kind`` as
@@ -288,13 +316,22 @@ class Network(DeliveryHeap):
 
         Messages are delivered (counted, dropped if their receiver is down) at their due time,
         as for any kind, and kept by the engine; :meth:`collect` hands over everything delivered
-        since the previous call as one list of :class:`Multicast` records, in delivery order.
+        since the previous call. A :meth:`broadcast_chunks` call of such a kind is one *flight*
+        (``netsim.held``): its messages stay arrays, per-link due times included, with sampled
+        delays too; they are counted between SimPy events, with numpy.
         """
         self._claim(kind, "subscribe_deferred")
         self._held[kind] = []
 
-    def collect(self, kind: str) -> list[Multicast]:
-        """The messages of a deferred ``kind`` delivered since the last call (see :meth:`subscribe_deferred`)."""
+    def collect(self, kind: str) -> list[Multicast | Message]:
+        """The messages of a deferred ``kind`` delivered since the last call (see :meth:`subscribe_deferred`).
+
+        A list of :class:`Multicast` records (a record's ``due_at`` is one time, or an array with
+        one due time per message) and single :class:`Message` objects. The delivery order is the
+        stable sort by due time of their messages taken in list order (each record's messages are
+        in ``(due, sequence)`` order); where every item has one due time, the list itself is in
+        delivery order.
+        """
         held = self._held[kind]
         if not held:
             return held
@@ -375,25 +412,26 @@ class Network(DeliveryHeap):
             sampled = self._sampled
             if sampled is None:
                 dst = dsts[0] if count == 1 else list(dsts)
-                self._push((now + self._delay.args["value"], next(self._sequence), kind, src, dst, payload, now, size,
-                            count))
+                due = now + self._delay.args["value"]
+                self._push((due, next(self._sequence), kind, src, dst, payload, now, due, size, count))
                 return
             start = sampled.at
             stop = start + count
             if stop <= len(sampled.block):
                 sampled.at = stop
                 delays = sampled.block[start:stop]
+                head = now + sampled.low  # a lower bound of the head: the wake-up may come early, never late
             else:
                 delays = sampled.take(count)
+                head = now + min(delays)
             # zip takes a sequence number only for a destination it has already taken
-            entries = [(now + delay, sequence, kind, src, d, payload, now, size, 1)
+            entries = [((due := now + delay), sequence, kind, src, d, payload, now, due, size, 1)
                        for d, delay, sequence in zip(dsts, delays, self._sequence)]
             self._in_flight += count
             if self._delivering:
                 self._push_during_delivery(entries)
                 return
             self._fresh += entries
-            head = now + min(delays)
             if head < self._alarm_at:
                 self._arm(head)
             return
@@ -439,14 +477,14 @@ class Network(DeliveryHeap):
         if laws is None and law.is_constant:
             due = now + law.args["value"]
             dst = dsts[0] if count == 1 else list(dsts)
-            self._push((due, next(self._sequence), kind, src, dst, payload, now, size, count))
+            self._push((due, next(self._sequence), kind, src, dst, payload, now, due, size, count))
             return
         if laws is None:
             delays = self._law(law).take(count)
         else:
             delays = [lw.args["value"] if lw.is_constant else self._law(lw).next() for lw, _ in laws]
         sequence = self._sequence
-        entries = [(now + delay, next(sequence), kind, src, d, payload, now, size, 1)
+        entries = [((due := now + delay), next(sequence), kind, src, d, payload, now, due, size, 1)
                    for d, delay in zip(dsts, delays, strict=True)]
         self._push_all(entries)
 
@@ -478,8 +516,9 @@ class Network(DeliveryHeap):
             self.tracer("corrupt", message._replace(due_at=now + delay))
         faults = self.faults
         if faults is None or not faults.perturbs:
-            self._push((now + delay, next(self._sequence), message.kind, message.src, message.dst, message.payload,
-                        now, message.size, 1))
+            due = now + delay
+            self._push((due, next(self._sequence), message.kind, message.src, message.dst, message.payload, now, due,
+                        message.size, 1))
             return
         self._perturbed(message, law, delay)
 
@@ -512,130 +551,6 @@ class Network(DeliveryHeap):
             if faults.reorder > 0 and rng.random() < faults.reorder:
                 delay += float(faults.reorder_delay.sample(rng))
                 faults.extras["reordered"] += 1
-            self._push((now + delay, next(self._sequence), message.kind, message.src, message.dst, message.payload,
-                        now, message.size, 1))
-
-    def broadcast_chunks(self, kind: str, srcs: np.ndarray, bounds: np.ndarray, payload: np.ndarray) -> int:
-        """Every agent ``srcs[i]`` sends the rows ``payload[bounds[i]:bounds[i+1]]`` to each agent neighbour.
-
-        The vectorised form of one :meth:`send_many` per sender (LOCAL flooding): one message per
-        link with ``size`` = its number of rows, counted, lost, delayed and corrupted exactly as
-        the per-sender sends would be (the per-sender loss draws are taken in the same order).
-        ``srcs`` must be increasing agent ids. Returns the number of messages sent.
-        """
-        srcs = np.asarray(srcs, dtype=np.int64)
-        bounds = np.asarray(bounds, dtype=np.int64)
-        ptr, dst_all = self.agent_ptr, self.agent_dst
-        degree = ptr[srcs + 1] - ptr[srcs]
-        total = int(degree.sum())
-        if total == 0:
-            return 0
-        now = self.env.now
-        sizes = bounds[1:] - bounds[:-1]
-        # per link: position in the CSR arrays and the sender's chunk index
-        chunk = np.repeat(np.arange(len(srcs)), degree)
-        slot = np.arange(total) - np.repeat(np.cumsum(degree) - degree, degree) + ptr[srcs][chunk]
-        src = srcs[chunk]
-        dst = dst_all[slot]
-        metrics = self.metrics
-        counts = metrics.kind(kind)
-        counts.sent += total
-        counts.records += int((sizes * degree).sum())
-        metrics.sent_bulk[srcs] += degree
-        metrics.edges_used(self.agent_edge[slot], now)
-        keep = None
-        faults = self.faults
-        if faults is not None and (faults.has_crashes or faults.has_link_faults):
-            keep = faults.kept_at_send(src, dst, now)
-        if self._overrides or self._loss > 0:
-            # loss is drawn for the links that survived the faults, in link order (as per-sender sends draw)
-            alive = np.arange(total) if keep is None else np.flatnonzero(keep)
-            loss = self._link_losses(src[alive], dst[alive])
-            if np.any(loss > 0):
-                lost = self.rng.random(len(alive)) < loss
-                keep = np.ones(total, dtype=bool) if keep is None else keep.copy()
-                keep[alive[lost]] = False
-        if keep is not None and not keep.all():
-            counts.dropped += int(total - keep.sum())
-            if self.tracer:
-                for s, d, c in zip(src[~keep].tolist(), dst[~keep].tolist(), chunk[~keep].tolist(), strict=True):
-                    self.tracer("drop", Message(kind, s, d, payload[bounds[c]:bounds[c + 1]], now, now,
-                                                int(sizes[c])))
-            src, dst, chunk = src[keep], dst[keep], chunk[keep]
-            if not len(src):
-                return total
-        start, stop = bounds[:-1][chunk], bounds[1:][chunk]
-        hit = None
-        if self.adversary is not None and kind in self._corruptors:
-            payload, start, stop, hit = self._corrupt_chunks(kind, srcs, bounds, payload, src, chunk, start, stop,
-                                                             counts)
-        simple = (self._uniform_links and not self._overrides and self._delay.is_constant and
-                  (faults is None or not faults.perturbs))
-        if simple:
-            due = now + self._delay.args["value"]
-            record = Multicast(kind, src, dst, start, stop, payload, now, due)
-            if self.tracer and hit is not None:
-                for message in _subset(record, hit).messages():
-                    self.tracer("corrupt", message)
-            self._push((due, next(self._sequence), kind, -1, record, payload, now, 0, len(src)))
-            return total
-        # sampled delays or message faults: one entry per link, through the single-message machinery
-        hits = hit.tolist() if hit is not None else [False] * len(src)
-        for s, d, a, b, h in zip(src.tolist(), dst.tolist(), start.tolist(), stop.tolist(), hits, strict=True):
-            law, _ = self.link_law(s, d)
-            self._send_one(Message(kind, s, d, payload[a:b], now, now, b - a), law, corrupted=h)
-        return total
-
-    def _link_losses(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        if not self._overrides:
-            return np.full(len(src), self._loss)
-        return np.array([self.link_law(s, d)[1] for s, d in zip(src.tolist(), dst.tolist(), strict=True)])
-
-    def _corrupt_chunks(self, kind: str, srcs: np.ndarray, bounds: np.ndarray, payload: np.ndarray,
-                        src: np.ndarray, chunk: np.ndarray, start: np.ndarray, stop: np.ndarray,
-                        counts: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Source corruption once per sender chunk; link corruption per link (new rows appended).
-
-        Returns the payload, the per-link row ranges and which links carry a corrupted copy.
-        """
-        adv = self.adversary
-        corrupt = self._corruptors[kind]
-        rng = self._adversary_rng
-        hit_chunk = np.zeros(len(srcs), dtype=bool)
-        # chunks with at least one surviving link (a lost one is never corrupted); ``chunk`` is non-decreasing
-        sending = chunk[np.flatnonzero(np.diff(chunk, prepend=-1))]
-        if adv.probability > 0.0 and adv.byzantine:
-            byzantine = np.fromiter(adv.byzantine, dtype=np.int64)
-            liars = sending[np.isin(srcs[sending], byzantine)]
-            if len(liars):
-                payload = _copy(payload)
-                many = getattr(corrupt, "chunks", None)
-                if many is not None:  # the rule's vectorised form: same draws as one call per chunk
-                    hits = many(payload, bounds[liars], bounds[liars + 1], srcs[liars], rng=rng,
-                                probability=adv.probability, q=adv.q, relay=adv.relay)
-                    hit_chunk[liars[hits > 0]] = True
-                    liars = liars[:0]
-                for c in liars.tolist():
-                    a, b = int(bounds[c]), int(bounds[c + 1])
-                    new, hits = corrupt(payload[a:b], sender=int(srcs[c]), rng=rng, probability=adv.probability,
-                                        q=adv.q, relay=adv.relay)
-                    if hits:
-                        payload[a:b] = new
-                        hit_chunk[c] = True
-        hit = hit_chunk[chunk]
-        if adv.link_probability > 0.0:
-            extra = [payload]
-            rows = len(payload)
-            start, stop = start.copy(), stop.copy()
-            for i, (s, a, b) in enumerate(zip(src.tolist(), start.tolist(), stop.tolist(), strict=True)):
-                new, hits = corrupt(payload[a:b], sender=s, rng=rng, probability=adv.link_probability, q=adv.q,
-                                    relay=True)
-                if hits:
-                    extra.append(new)
-                    start[i], stop[i] = rows, rows + (b - a)
-                    rows += b - a
-                    hit[i] = True
-            if len(extra) > 1:
-                payload = np.concatenate(extra)
-        counts.corrupted += int(hit.sum())
-        return payload, start, stop, hit
+            due = now + delay
+            self._push((due, next(self._sequence), message.kind, message.src, message.dst, message.payload, now, due,
+                        message.size, 1))

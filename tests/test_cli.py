@@ -12,7 +12,7 @@ import pytest
 from netsim.cli import main
 
 SMALL = ["--set", "run.horizon=300", "--set", "run.checkpoints=10", "--quiet"]
-CONTRACT_FILES = {"trials.csv", "agents.csv", "timeseries.csv", "meta.json", "regret.png"}
+CONTRACT_FILES = {"trials.csv", "agents.csv", "timeseries.csv", "meta.json"}
 
 
 def test_run_default_scenario_writes_every_contract_file(tmp_path, capsys):
@@ -89,10 +89,18 @@ def test_list_and_show(capsys):
 
 def test_plot_redraws(tmp_path):
     out = tmp_path / "p"
-    assert main(["run", "--out", str(out), "--no-plots", *SMALL]) == 0
-    assert not (out / "regret.png").exists()
+    assert main(["run", "--out", str(out), *SMALL]) == 0
+    assert not (out / "regret.png").exists()  # figures only when asked
     assert main(["plot", str(out)]) == 0
     assert (out / "regret.png").stat().st_size > 1000
+
+
+def test_run_draws_figures_with_plots(tmp_path):
+    out = tmp_path / "f"
+    assert main(["run", "--out", str(out), "--plots", *SMALL]) == 0
+    assert (out / "regret.png").stat().st_size > 1000
+    assert main(["run", "--out", str(out), *SMALL]) == 0
+    assert not (out / "regret.png").exists()  # a figure never outlives the tables it was drawn from
 
 
 def test_help_lists_commands(capsys):

@@ -30,12 +30,12 @@ LAWS = [Distribution("constant", {"value": 1.0}), Distribution("constant", {"val
 NODES = 6
 
 
-def build(law, loss, faults_spec, seed):
+def build(law, loss, faults_spec, seed, links=None):
     graph = nx.complete_graph(NODES)
     env = simpy.Environment()
     metrics = Metrics(NODES, NODES, 1.0, 25.0)
     net = Network(env, graph, num_agents=NODES, components=[list(range(NODES))], delay=law, server_delay=law,
-                  loss=loss, link_overrides={}, rng=np.random.default_rng(seed), metrics=metrics,
+                  loss=loss, link_overrides=links or {}, rng=np.random.default_rng(seed), metrics=metrics,
                   delay_rng=np.random.default_rng(seed + 1))
     spec = F.validate(faults_spec, nodes=NODES)
     if F.kinds(spec):

@@ -180,7 +180,7 @@ def test_ctrl_c_while_drawing_figures_says_what_the_folder_holds(capsys, monkeyp
     import netsim.plots as plots
 
     out = tmp_path / "r"
-    assert main(["run", "quickstart", "--out", str(out), "--set", "run.horizon=50", "--quiet"]) == 0
+    assert main(["run", "quickstart", "--out", str(out), "--set", "run.horizon=50", "--quiet", "--plots"]) == 0
     assert (out / "regret.png").is_file()
     before = (out / "trials.csv").read_bytes()
 
@@ -188,7 +188,7 @@ def test_ctrl_c_while_drawing_figures_says_what_the_folder_holds(capsys, monkeyp
         raise KeyboardInterrupt
 
     monkeypatch.setattr(plots, "write_figures", interrupted)
-    assert main(["run", "quickstart", "--out", str(out), "--set", "run.horizon=60", "--quiet"]) == 130
+    assert main(["run", "quickstart", "--out", str(out), "--set", "run.horizon=60", "--quiet", "--plots"]) == 130
     err = capsys.readouterr().err
     assert "tables are complete" in err and "netsim plot" in err
     assert (out / "trials.csv").read_bytes() != before
