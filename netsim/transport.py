@@ -56,15 +56,25 @@ about bandits.
     owner's payload through the corruptor given to :meth:`Transport.corruptible` (acknowledgements
     carry no statistics and are never corrupted).
 
-Timers cost no SimPy process: the transport keeps a heap of deadlines and one engine callback
+Timers cost no SimPy process: :class:`Timers` keeps a heap of deadlines and one engine callback
 (``sim.call_at``) armed for the earliest.
+
+:class:`Exchanges`
+    Requests whose *answer* is their acknowledgement (a REQ answered by its DATA, a server's recall
+    answered by the upload): the requester repeats a request on the same RFC 6298 timers, one per
+    (requester, peer) pair, until the answer arrives, without acknowledgement messages. Every
+    transmission gets a number that its answer echoes, so each answer measures the round trip of
+    the very transmission it answers, retransmissions included (the exception to Karn's rule that
+    RFC 6298 Sec. 3 makes for TCP timestamps); an answer that names no transmission ends the wait
+    without a measurement. The owner says what to send again (``repeat``), and when an exchange is
+    over.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 import numpy as np
@@ -130,6 +140,58 @@ class RetransmitTimer:
         self._rttvar.pop(key, None)
 
 
+class Timers:
+    """One-shot timers keyed by any hashable, on the engine clock, without a SimPy process per timer.
+
+    Deadlines wait in a heap; one engine callback (``sim.call_at``) is armed for the earliest. When
+    deadlines come, ``expired(key)`` is called for each, in deadline order (ties in the order the
+    timers were started); it may start timers again. Starting a running timer restarts it.
+    """
+
+    def __init__(self, sim: Any, expired: Callable[[Hashable], None]):
+        self.sim, self.expired = sim, expired
+        self._token: dict[Hashable, int] = {}                      # key -> its running timer
+        self._heap: list[tuple[float, int, Hashable]] = []          # (deadline, token, key)
+        self._armed = math.inf
+        self._tokens = 0
+
+    def start(self, key: Hashable, delay: float) -> None:
+        """(Re)start the timer of ``key``: it expires ``delay`` from now."""
+        self._tokens += 1
+        token = self._token[key] = self._tokens
+        deadline = self.sim.now + delay
+        heapq.heappush(self._heap, (deadline, token, key))
+        if deadline < self._armed:
+            self._armed = deadline
+            self.sim.call_at(deadline, self._fire)
+
+    def stop(self, key: Hashable) -> None:
+        """Stop the timer of ``key`` (nothing happens if it is not running)."""
+        self._token.pop(key, None)
+
+    def running(self, key: Hashable) -> bool:
+        """Whether the timer of ``key`` is running."""
+        return key in self._token
+
+    def _fire(self) -> None:
+        now = self.sim.now
+        if now < self._armed:
+            return  # an earlier arming already handled this instant
+        heap, tokens = self._heap, self._token
+        while heap and heap[0][0] <= now:
+            _, token, key = heapq.heappop(heap)
+            if tokens.get(key) != token:
+                continue  # stopped or restarted since
+            del tokens[key]
+            self.expired(key)
+        self._armed = math.inf
+        while heap and tokens.get(heap[0][2]) != heap[0][1]:
+            heapq.heappop(heap)  # stale heads: the next arming is for a live timer
+        if heap:
+            self._armed = heap[0][0]
+            self.sim.call_at(self._armed, self._fire)
+
+
 #: what :attr:`Transport.counts` counts
 TRANSPORT_COUNTS = ("sent", "retransmitted", "acknowledged", "duplicates", "abandoned")
 
@@ -179,12 +241,9 @@ class Transport:
         self._next: dict[tuple[int, int], int] = {}                    # (src, dst) -> next sequence number
         self._outstanding: dict[tuple[int, int], dict[int, _Pending]] = {}
         self._backoff: dict[tuple[int, int], int] = {}                 # expiries since the timer last reset
-        self._token: dict[tuple[int, int], int] = {}                   # the pair's running timer
         self._floor: dict[tuple[int, int], int] = {}                   # (dst, src): every number below was seen
         self._above: dict[tuple[int, int], set[int]] = {}              # numbers seen at or above the floor
-        self._deadlines: list[tuple[float, int, int, int]] = []        # (deadline, token, src, dst)
-        self._armed = math.inf
-        self._tokens = 0
+        self._timers = Timers(sim, self._expired)                      # one timer per pair
         self.network.subscribe_batch(kind, self._on_data)
         self.network.subscribe_batch(self.ack_kind, self._on_ack)
 
@@ -198,7 +257,7 @@ class Transport:
         outstanding[seq] = _Pending(payload, size, self.sim.now)
         self.counts["sent"] += 1
         self.network.send(src, dst, self.kind, (seq, next(iter(outstanding)), payload), size=size)
-        if pair not in self._token:                                    # (5.1): start the timer if not running
+        if not self._timers.running(pair):                             # (5.1): start the timer if not running
             self._start(pair)
         return seq
 
@@ -244,42 +303,19 @@ class Transport:
     # ------------------------------------------------------------------ timers
     def _start(self, pair: tuple[int, int]) -> None:
         """(5.1)/(5.3)/(5.6): the pair's timer expires one (backed-off) RTO from now."""
-        self._tokens += 1
-        token = self._token[pair] = self._tokens
-        deadline = self.sim.now + self.timer.rto(pair, self._backoff.get(pair, 0))
-        heapq.heappush(self._deadlines, (deadline, token, pair[0], pair[1]))
-        if deadline < self._armed:
-            self._armed = deadline
-            self.sim.call_at(deadline, self._expire)
+        self._timers.start(pair, self.timer.rto(pair, self._backoff.get(pair, 0)))
 
     def _stop(self, pair: tuple[int, int]) -> None:
         """(5.2): nothing outstanding; the backoff ends with the exchange."""
         self._outstanding.pop(pair, None)
-        self._token.pop(pair, None)
+        self._timers.stop(pair)
         self._backoff.pop(pair, None)
 
-    def _expire(self) -> None:
-        now = self.sim.now
-        if now < self._armed:
-            return  # an earlier arming already handled this instant
-        deadlines = self._deadlines
-        while deadlines and deadlines[0][0] <= now:
-            _, token, src, dst = heapq.heappop(deadlines)
-            pair = (src, dst)
-            if self._token.get(pair) != token:
-                continue  # stopped or restarted since
-            if self.up is not None and not self.up[src]:
-                self._start(pair)  # a crashed sender looks again one RTO later, without backing off
-                continue
-            self._retransmit(pair)
-        self._armed = math.inf
-        if deadlines:
-            # drop stale heads so that the next arming is for a live timer
-            while deadlines and self._token.get((deadlines[0][2], deadlines[0][3])) != deadlines[0][1]:
-                heapq.heappop(deadlines)
-            if deadlines:
-                self._armed = deadlines[0][0]
-                self.sim.call_at(self._armed, self._expire)
+    def _expired(self, pair: tuple[int, int]) -> None:
+        if self.up is not None and not self.up[pair[0]]:
+            self._start(pair)  # a crashed sender looks again one RTO later, without backing off
+            return
+        self._retransmit(pair)
 
     def _retransmit(self, pair: tuple[int, int]) -> None:
         """(5.4)-(5.6): send every outstanding message of the pair again; back the timer off."""
@@ -369,3 +405,120 @@ class Transport:
                 self._start(pair)                                      # (5.3)
             else:
                 self._stop(pair)                                       # (5.2)
+
+
+class Exchanges:
+    """Requests repeated on RFC 6298 timers until their answer arrives (see the module docstring).
+
+    One exchange per ordered pair (requester, peer), open from the first :meth:`transmit` until
+    :meth:`answered` with ``done=True`` or :meth:`close`. While it is open the pair has one timer
+    (RFC 6298 (5.1)-(5.6)): started by a transmission when it is not running, restarted by an
+    answer that leaves the exchange open, and on expiry the backoff grows by one and the owner's
+    ``repeat(src, dst)`` is called: it sends the request again (calling :meth:`transmit`, which
+    starts the backed-off timer) and returns True, or returns False when nothing is wanted any more
+    (the exchange closes). A requester that is down (``up[src]`` false) repeats nothing: its expired
+    timer waits one RTO and looks again, without backing off.
+
+    Parameters
+    ----------
+    sim:
+        The running :class:`~netsim.sim.Simulation`.
+    timer:
+        The :class:`RetransmitTimer` (keys ``(src, dst)``; it may be shared with transports).
+    repeat:
+        ``repeat(src, dst) -> bool`` (see above).
+    up:
+        Boolean array over nodes, true while a node runs (``sim.faults.up``); ``None``: always up.
+    """
+
+    def __init__(self, sim: Any, timer: RetransmitTimer, repeat: Callable[[int, int], bool], *,
+                 up: np.ndarray | None = None):
+        self.sim, self.timer, self.repeat, self.up = sim, timer, repeat, up
+        self._timers = Timers(sim, self._expired)
+        self._sent: dict[tuple[int, int], dict[int, float]] = {}   # open exchange -> {number: time sent}
+        self._backoff: dict[tuple[int, int], int] = {}
+        self._number = 0
+        self.transmissions = 0   #: requests sent (first transmissions and repeats)
+        self.repeats = 0         #: requests sent again after an expiry
+
+    def transmit(self, src: int, dst: int) -> int:
+        """A request from ``src`` to ``dst`` leaves now: returns the number its answer will echo.
+
+        Opens the pair's exchange if needed and starts its timer if it is not running (5.1).
+        """
+        pair = (src, dst)
+        self._number += 1
+        sent = self._sent.get(pair)
+        if sent is None:
+            sent = self._sent[pair] = {}
+        sent[self._number] = self.sim.now
+        self.transmissions += 1
+        if not self._timers.running(pair):
+            self._start(pair)
+        return self._number
+
+    def answered(self, src: int, dst: int, number: int | None = None, *, done: bool) -> None:
+        """The answer of ``dst`` to ``src``'s transmission ``number`` arrived at ``src`` (``None``: an
+        answer naming no transmission).
+
+        A numbered answer to an open exchange measures that transmission's round trip and ends the
+        backoff. ``done``: nothing is wanted any more, the exchange closes (5.2); otherwise the
+        timer restarts (5.3) when the answer was a measurement.
+        """
+        pair = (src, dst)
+        sent = self._sent.get(pair)
+        if sent is None:
+            return  # no open exchange: a late or repeated answer
+        at = sent.pop(number, None) if number is not None else None
+        if at is not None:
+            self.timer.sample(pair, self.sim.now - at)
+            self._backoff.pop(pair, None)
+        if done:
+            self.close(src, dst)
+        elif at is not None:
+            self._start(pair)
+
+    def is_open(self, src: int, dst: int) -> bool:
+        """Whether ``src`` waits for an answer of ``dst``."""
+        return (src, dst) in self._sent
+
+    def close(self, src: int, dst: int) -> None:
+        """End the exchange of the pair (nothing more is repeated)."""
+        pair = (src, dst)
+        self._sent.pop(pair, None)
+        self._backoff.pop(pair, None)
+        self._timers.stop(pair)
+
+    def forget(self, nodes: Iterable[int]) -> None:
+        """Close every exchange whose requester is in ``nodes``."""
+        gone = set(nodes)
+        for pair in [p for p in self._sent if p[0] in gone]:
+            self.close(*pair)
+
+    def clear(self) -> None:
+        """Close every exchange."""
+        for pair in list(self._sent):
+            self.close(*pair)
+
+    def __len__(self) -> int:
+        """Open exchanges."""
+        return len(self._sent)
+
+    def _start(self, pair: tuple[int, int]) -> None:
+        self._timers.start(pair, self.timer.rto(pair, self._backoff.get(pair, 0)))
+
+    def _expired(self, pair: tuple[int, int]) -> None:
+        if pair not in self._sent:
+            return
+        src, dst = pair
+        if self.up is not None and not self.up[src]:
+            self._start(pair)  # a crashed requester looks again one RTO later, without backing off
+            return
+        self._backoff[pair] = self._backoff.get(pair, 0) + 1          # (5.5)
+        before = self.transmissions
+        if not self.repeat(src, dst):
+            self.close(src, dst)
+            return
+        self.repeats += self.transmissions - before
+        if pair in self._sent and not self._timers.running(pair):
+            self._start(pair)                                          # (5.6)

@@ -12,6 +12,7 @@ import numpy as np
 from netsim import params as P
 from netsim.errors import InputError
 from netsim.protocol import Protocol
+from netsim.transport import RetransmitTimer
 from protocols.li2022.epochs import EpochPlan, EpochSchedule, PrivateMeans, eliminate, pooled_mean, pooled_radius
 from protocols.li2022.play import SlotRuns
 from protocols.privacy.mechanisms import LaplaceMechanism
@@ -26,8 +27,18 @@ COMMON_FIELDS = {
     "epsilon": P.real(1.0, low=0.0, low_open=True, allow_inf=True,
                       doc="privacy level eps of the Laplace noise Lap(1/(N eps [S(r)-S(r-1)])) (Alg. 1 line 9)"),
     "rounds": P.integer(0, low=0, doc="round cap R (Delta_r = Delta^{r/R}, Sec. IV-B); 0 = no cap (Delta_r = 2^-r)"),
-    "timeout": P.real(2.0, low=0.0, low_open=True,
-                      doc="slots after which an unanswered message is repeated (lossy links only)"),
+    # The retransmission timer of the reliable mode (on whenever a message can be lost), RFC 6298 with
+    # "second" read as "slot": 3 is RFC 2988's initial value, 1 the minimum of (2.4), and the maximum
+    # of (2.5) is 64 slots (RFC 6298 asks for at least 60 s).
+    "rto_initial": P.real(3.0, low=0.0, low_open=True,
+                          doc="lossy links: retransmission timeout before a pair's first round-trip measurement, in "
+                              "slots (RFC 6298 (2.1))"),
+    "rto_min": P.real(1.0, low=0.0, low_open=True,
+                      doc="lossy links: lower bound of every retransmission timeout and clock granularity G, in "
+                          "slots (RFC 6298 (2.4))"),
+    "rto_max": P.real(64.0, low=0.0, low_open=True,
+                      doc="lossy links: upper bound of every (backed-off) retransmission timeout, in slots "
+                          "(RFC 6298 (2.5))"),
 }
 
 
@@ -41,6 +52,11 @@ class Elimination(Protocol):
 
     @classmethod
     def check(cls, scenario) -> None:
+        low, initial, high = (scenario.protocol[k] for k in ("rto_min", "rto_initial", "rto_max"))
+        if not low <= initial <= high:
+            raise InputError(f"rto_min = {low:g}, rto_initial = {initial:g}, rto_max = {high:g}; accepted: "
+                             "rto_min <= rto_initial <= rto_max",
+                             key="protocol.rto_initial" if low <= high else "protocol.rto_max")
         if scenario.clock["jitter"] > 0:
             raise InputError("li2022 protocols run on synchronised slots; accepted: clock.jitter = 0",
                              key="clock.jitter")
@@ -76,9 +92,11 @@ class Elimination(Protocol):
         self.runs = SlotRuns(sim, self.slot, [sim.horizon * j / count for j in range(1, count + 1)], self.up)
         net = sim.scenario.network
         lossy = net["loss"] > 0 or any((link["loss"] or 0) > 0 for link in net["links"])
-        # acknowledge and repeat whenever a message can be lost: link loss, link outages, crashes
+        # repeat on RFC 6298 timers whenever a message can be lost: link loss, link outages, crashes
         self.reliable = lossy or bool({"link_down", "crash"} & set(sim.faults.kinds))
-        self.timeout = self.params["timeout"] * self.slot
+        self.timer = RetransmitTimer(initial=self.params["rto_initial"] * self.slot,
+                                     minimum=self.params["rto_min"] * self.slot,
+                                     maximum=self.params["rto_max"] * self.slot) if self.reliable else None
         self.t_delays: list[int] = []
         self.round_regret = 0.0  # pseudo-regret of the pulls made during communication rounds
         self.history: list[tuple[int, np.ndarray, np.ndarray]] = []  # (r, I^(r), aggregate) per round
@@ -261,3 +279,7 @@ class Elimination(Protocol):
             # group_regret that the communication structure changes (exploration is the same for all)
             "round_regret": self.round_regret,
         }
+
+    def retransmissions(self) -> int:
+        """Messages sent again because a retransmission timer expired (0 unless messages can be lost)."""
+        return 0
