@@ -1,4 +1,4 @@
-"""The ADV -> REQ -> DATA exchange between neighbours, built on ``Network.send``/``subscribe_batch``.
+"""The ADV -> REQ -> DATA exchange between neighbours, built on ``Network.send``/``subscribe``.
 
 A node that holds new keyed records *advertises* their keys to some neighbours (ADV); a
 neighbour that misses some of them *requests* those (REQ); the advertiser answers with the
@@ -18,8 +18,9 @@ every handler step is a few integer operations whatever the number of keys, and 
   shares); no DATA is sent when ``served`` is empty;
 * ``on_data(node, src, keys, payload)`` -> ``node`` received the records ``keys`` from ``src``.
 
-Messages of one kind delivered at one instant reach the handshake as one batch
-(``subscribe_batch``), handled in delivery order.
+Handlers are per message (``subscribe``): with per-stage integer work the engine's per-message
+delivery is the cheaper path, paper mode (same-instant batches) included; measured in
+docs/protocols/li2022.md ("Speed").
 
 Timing in paper mode. The handshake itself takes three link delays. A protocol that wants
 "one exchange per slot" advertises only at slot boundaries and chooses a per-stage delay of at
@@ -133,9 +134,9 @@ class Handshake:
             self.adv = Exchanges(sim, timer, self._repeat_adv, up=up)
             self.req = Exchanges(sim, timer, self._repeat_req, up=up)
         adv, req, data = self.kinds
-        network.subscribe_batch(adv, self._on_adv)
-        network.subscribe_batch(req, self._on_req)
-        network.subscribe_batch(data, self._on_data_batch)
+        network.subscribe(adv, self._on_adv)
+        network.subscribe(req, self._on_req)
+        network.subscribe(data, self._on_data_msg)
 
     # ------------------------------------------------------------------ owner API
     def reset(self) -> None:
@@ -228,56 +229,53 @@ class Handshake:
         self.adv.answered(node, peer, number, done=not pending)
 
     # ------------------------------------------------------------------ handlers
-    def _on_adv(self, messages: list[Message]) -> None:
-        send, req, reliable, tag = self.network.send, self.kinds[1], self.reliable, self.tag
-        for message in messages:
-            mtag, keys, number, repeated = message.payload
-            if mtag != tag:
-                continue
-            node, src = message.dst, message.src
-            if reliable:  # src holds what it advertises
-                self._told[(node, src)] = self._told.get((node, src), 0) | keys
-                if (node, src) in self._pending:
-                    self._settle_adv(node, src, keys, None)
-            wanted = self._missing(node, keys)
-            if not wanted and not repeated:
-                continue
-            own = 0
-            if reliable and wanted:
-                own = self.req.transmit(node, src)
-                self._wanted[(node, src)] = self._wanted.get((node, src), 0) | wanted
-            send(node, src, req, (tag, wanted, number, own), size=max(wanted.bit_count(), 1))
+    def _on_adv(self, message: Message) -> None:
+        tag, keys, number, repeated = message.payload
+        if tag != self.tag:
+            return
+        node, src = message.dst, message.src
+        reliable = self.reliable
+        if reliable:  # src holds what it advertises
+            pair = (node, src)
+            self._told[pair] = self._told.get(pair, 0) | keys
+            if pair in self._pending:
+                self._settle_adv(node, src, keys, None)
+        wanted = self._missing(node, keys)
+        if not wanted and not repeated:
+            return
+        own = 0
+        if reliable and wanted:
+            own = self.req.transmit(node, src)
+            self._wanted[(node, src)] = self._wanted.get((node, src), 0) | wanted
+        self.network.send(node, src, self.kinds[1], (tag, wanted, number, own), size=max(wanted.bit_count(), 1))
 
-    def _on_req(self, messages: list[Message]) -> None:
-        send, data, reliable, tag = self.network.send, self.kinds[2], self.reliable, self.tag
-        for message in messages:
-            mtag, keys, answers, number = message.payload
-            if mtag != tag:
-                continue
-            node, requester = message.dst, message.src
-            if reliable and answers:
-                self._settle_adv(node, requester, self._carried.pop(answers, 0), answers)
-            if keys:
-                served, payload = self._fetch(node, keys)
-                if served:
-                    send(node, requester, data, (tag, served, number, payload), size=served.bit_count())
+    def _on_req(self, message: Message) -> None:
+        tag, keys, answers, number = message.payload
+        if tag != self.tag:
+            return
+        node, requester = message.dst, message.src
+        if answers and self.reliable:
+            self._settle_adv(node, requester, self._carried.pop(answers, 0), answers)
+        if keys:
+            served, payload = self._fetch(node, keys)
+            if served:
+                self.network.send(node, requester, self.kinds[2], (tag, served, number, payload),
+                                  size=served.bit_count())
 
-    def _on_data_batch(self, messages: list[Message]) -> None:
-        reliable, tag, on_data = self.reliable, self.tag, self._on_data
-        for message in messages:
-            mtag, keys, answers, payload = message.payload
-            if mtag != tag:
-                continue
-            node, src = message.dst, message.src
-            if reliable:
-                pair = (node, src)
-                self._told[pair] = self._told.get(pair, 0) | keys
-                wanted = self._wanted.get(pair)
-                if wanted is not None:
-                    wanted &= ~keys
-                    if wanted:
-                        self._wanted[pair] = wanted
-                    else:
-                        del self._wanted[pair]
-                    self.req.answered(node, src, answers or None, done=not wanted)
-            on_data(node, src, keys, payload)
+    def _on_data_msg(self, message: Message) -> None:
+        tag, keys, answers, payload = message.payload
+        if tag != self.tag:
+            return
+        node, src = message.dst, message.src
+        if self.reliable:
+            pair = (node, src)
+            self._told[pair] = self._told.get(pair, 0) | keys
+            wanted = self._wanted.get(pair)
+            if wanted is not None:
+                wanted &= ~keys
+                if wanted:
+                    self._wanted[pair] = wanted
+                else:
+                    del self._wanted[pair]
+                self.req.answered(node, src, answers or None, done=not wanted)
+        self._on_data(node, src, keys, payload)

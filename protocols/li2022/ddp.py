@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+import numpy as np
+
 from netsim import params as P
 from netsim.corruption import rewriting
 from netsim.errors import InputError
@@ -54,6 +56,11 @@ class DDPMAB(Elimination):
         return self.flood.handshake.retries
 
     def _synchronised(self) -> None:
-        """Line 9 at every survivor, over the records every survivor holds (all M without crashes)."""
+        """Line 9 at every survivor, over the records every survivor holds (all M without crashes), each
+        with its own copies of them: the shared table, unless a corrupted DATA reached it (then
+        every agent aggregates what it holds and eliminates by itself, line 10)."""
         common = self.flood.common()
-        self.finish_pooled(self.flood.table[common], self.flood.counts[common])
+        if not self.flood.forged_anywhere:
+            self.finish_pooled(self.flood.table[common], self.flood.counts[common])
+            return
+        self.finish_agents({i: self.flood.view(i, common) for i in np.flatnonzero(self.flood.survivor).tolist()})
