@@ -24,7 +24,7 @@ import numpy as np
 from netsim import params as P
 from netsim.errors import InputError
 from netsim.protocol import Protocol
-from netsim.transport import RetransmitTimer
+from netsim.transport import TIMER_FIELDS, can_lose, check_timer, timer_from
 from protocols.li2022.epochs import EpochPlan, EpochSchedule, PrivateMeans, eliminate, pooled_mean, pooled_radius
 from protocols.li2022.play import SlotRuns
 from protocols.privacy.mechanisms import LaplaceMechanism
@@ -37,20 +37,13 @@ TIE = 1e-9
 
 COMMON_FIELDS = {
     "epsilon": P.real(1.0, low=0.0, low_open=True, allow_inf=True,
-                      doc="privacy level eps of the Laplace noise Lap(1/(N eps [S(r)-S(r-1)])) (Alg. 1 line 9)"),
-    "rounds": P.integer(0, low=0, doc="round cap R (Delta_r = Delta^{r/R}, Sec. IV-B); 0 = no cap (Delta_r = 2^-r)"),
-    # The retransmission timer of the reliable mode (on whenever a message can be lost), RFC 6298 with
-    # "second" read as "slot": 3 is RFC 2988's initial value, 1 the minimum of (2.4), and the maximum
-    # of (2.5) is 64 slots (RFC 6298 asks for at least 60 s).
-    "rto_initial": P.real(3.0, low=0.0, low_open=True,
-                          doc="lossy links: retransmission timeout before a pair's first round-trip measurement, in "
-                              "slots (RFC 6298 (2.1))"),
-    "rto_min": P.real(1.0, low=0.0, low_open=True,
-                      doc="lossy links: lower bound of every retransmission timeout and clock granularity G, in "
-                          "slots (RFC 6298 (2.4))"),
-    "rto_max": P.real(64.0, low=0.0, low_open=True,
-                      doc="lossy links: upper bound of every (backed-off) retransmission timeout, in slots "
-                          "(RFC 6298 (2.5))"),
+                      doc="privacy level eps of the Laplace noise Lap(1/(N eps [S(r)-S(r-1)])) (Alg. 1 line 9)",
+                      label="privacy level ε", unit=""),
+    "rounds": P.integer(0, low=0, doc="round cap R (Delta_r = Delta^{r/R}, Sec. IV-B); 0 = no cap (Delta_r = 2^-r)",
+                        label="round cap R"),
+    # The retransmission timer of the reliable mode (on whenever a message can be lost), in slots (the
+    # clock period): rto_initial 3, rto_min 1, rto_max 64 (netsim.transport.TIMER_FIELDS, RFC 6298).
+    **TIMER_FIELDS,
 }
 
 
@@ -78,16 +71,22 @@ class Elimination(Protocol):
 
     requires_connected = True
     crash_states = ("kept", "lost")
-    columns = ("epsilon_spent", "rounds_completed", "t_delay_total", "t_delay_mean", "t_delay_max", "active_arms",
-               "identified_arm", "correct", "round_regret")
+    columns = {
+        "epsilon_spent": P.column("privacy loss spent ε", doc="the ε of the releases an agent made"),
+        "rounds_completed": P.column("rounds completed", doc="communication rounds that ended before T"),
+        "t_delay_total": P.column("time in rounds", "slots", doc="slots spent in communication rounds, summed"),
+        "t_delay_mean": P.column("round length t_delay", "slots", doc="mean slots a communication round lasted"),
+        "t_delay_max": P.column("longest round", "slots", doc="slots of the longest communication round"),
+        "active_arms": P.column("active arms left", doc="arms not yet eliminated at the end"),
+        "identified_arm": P.column("identified arm", doc="the arm left when one was (NaN otherwise)"),
+        "correct": P.column("best arm identified", doc="1 when the identified arm is the best, 0 when not"),
+        "round_regret": P.column("regret during rounds",
+                                 doc="pseudo-regret of the pulls made while rounds last (Theorems 3-4's local term)"),
+    }
 
     @classmethod
     def check(cls, scenario) -> None:
-        low, initial, high = (scenario.protocol[k] for k in ("rto_min", "rto_initial", "rto_max"))
-        if not low <= initial <= high:
-            raise InputError(f"rto_min = {low:g}, rto_initial = {initial:g}, rto_max = {high:g}; accepted: "
-                             "rto_min <= rto_initial <= rto_max",
-                             key="protocol.rto_initial" if low <= high else "protocol.rto_max")
+        check_timer(scenario.protocol)
         if scenario.clock["jitter"] > 0:
             raise InputError("li2022 protocols run on synchronised slots; accepted: clock.jitter = 0",
                              key="clock.jitter")
@@ -122,13 +121,9 @@ class Elimination(Protocol):
         count = sim.scenario.run["checkpoints"]
         self.up = sim.faults.up  # over all nodes; the server (if any) is node M
         self.runs = SlotRuns(sim, self.slot, [sim.horizon * j / count for j in range(1, count + 1)], self.up)
-        net = sim.scenario.network
-        lossy = net["loss"] > 0 or any((link["loss"] or 0) > 0 for link in net["links"])
         # repeat on RFC 6298 timers whenever a message can be lost: link loss, link outages, crashes
-        self.reliable = lossy or bool({"link_down", "crash"} & set(sim.faults.kinds))
-        self.timer = RetransmitTimer(initial=self.params["rto_initial"] * self.slot,
-                                     minimum=self.params["rto_min"] * self.slot,
-                                     maximum=self.params["rto_max"] * self.slot) if self.reliable else None
+        self.reliable = can_lose(sim.scenario)
+        self.timer = timer_from(self.params, self.slot) if self.reliable else None
         self.t_delays: list[int] = []
         self.round_regret = 0.0  # pseudo-regret of the pulls made during communication rounds
         # (r, I^(r), aggregate) per round; I (M, K) and aggregate (M, K) per agent when cohorts differ
