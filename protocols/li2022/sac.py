@@ -74,7 +74,8 @@ class SinkTree:
         self.active = False
         self._outbox: dict[int, dict[int, np.ndarray]] = {}
         self._forwarded: dict[int, set[int]] = {}
-        self.transport = Transport(sim, self.kind, self._on_hops, timer=timer, up=up) if timer is not None else None
+        # plain messages when nothing can be lost (paper mode), acknowledged ones otherwise
+        self.transport = Transport(sim, self.kind, self._on_hops, timer=timer, up=up, reliable=timer is not None)
         self.parent = np.full(network.num_agents, -1)
         self.children: list[list[int]] = [[] for _ in range(network.num_agents)]
         self.group_of = np.zeros(network.num_agents, dtype=np.int64)
@@ -84,20 +85,15 @@ class SinkTree:
                 for child, par in nx.bfs_predecessors(graph.subgraph(members), sink):
                     self.parent[child] = par
                     self.children[par].append(child)
-        if self.transport is None:
-            network.subscribe_batch(self.kind, self._on_hops)
 
     @property
     def retries(self) -> int:
         """Hops sent again because their acknowledgement was overdue."""
-        return self.transport.counts["retransmitted"] if self.transport is not None else 0
+        return self.transport.counts["retransmitted"]
 
     def corruptible(self, corrupt: Callable[..., tuple[Any, int]]) -> None:
-        """Give the engine the corruption rule of the hop payloads (wire format of the transport if any)."""
-        if self.transport is not None:
-            self.transport.corruptible(corrupt)
-        else:
-            self.network.corruptible(self.kind, corrupt)
+        """Give the engine the corruption rule of the hop payloads (through the transport's wire format)."""
+        self.transport.corruptible(corrupt)
 
     @staticmethod
     def rewrite_hop(payload: tuple, lie: Lie) -> tuple:
@@ -120,9 +116,8 @@ class SinkTree:
         self.held = {s: {s: records[s]} for s in self.sinks if up[s]}
         self._outbox = {i: {i: records[i]} for i in range(len(records)) if up[i] and i not in self.sinks}
         self._forwarded = {}
-        if self.transport is not None:  # hops of the previous round still unacknowledged are dropped
-            for node in range(len(records)):
-                self.transport.cancel(node)
+        for node in range(len(records)):  # hops of the previous round still unacknowledged are dropped
+            self.transport.cancel(node)
         self.waiting: list[set[int]] = []
         self._done = [False] * len(self.groups)
         for sink in self.sinks:
@@ -164,8 +159,7 @@ class SinkTree:
         if state == "lost":
             self._outbox.pop(node, None)
             self._forwarded.pop(node, None)
-            if self.transport is not None:
-                self.transport.forget(node)
+            self.transport.forget(node)
 
     def _check(self, q: int) -> None:
         sink = self.sinks[q]
@@ -185,11 +179,7 @@ class SinkTree:
     def _send(self, node: int, batch: dict[int, np.ndarray]) -> None:
         keys = tuple(sorted(batch))
         payload = (self.tag, keys, np.array([batch[k] for k in keys]))
-        parent = int(self.parent[node])
-        if self.transport is not None:
-            self.transport.send(node, parent, payload, size=len(keys))
-        else:
-            self.network.send(node, parent, self.kind, payload, size=len(keys))
+        self.transport.send(node, int(self.parent[node]), payload, size=len(keys))
 
     def _on_hops(self, messages: list[Message]) -> None:
         for message in messages:
