@@ -34,7 +34,7 @@ older epoch that are still in flight are ignored on delivery.
 Loss (``reliable=True``, with a :class:`~netsim.transport.RetransmitTimer`). Without loss the
 exchange is exactly ADV/REQ/DATA: a neighbour that already holds every advertised key stays
 silent. With loss the answer of each stage is its acknowledgement, and two
-:class:`~netsim.transport.Exchanges` repeat unanswered stages on RFC 6298 timers, one per
+:class:`~netsim.exchanges.Exchanges` repeat unanswered stages on RFC 6298 timers, one per
 (requester, peer) pair:
 
 * ADV. Node a remembers, per neighbour b, the keys b is known to hold (``told``: b advertised
@@ -75,8 +75,9 @@ from typing import Any
 
 import numpy as np
 
+from netsim.exchanges import Exchanges
 from netsim.network import Message
-from netsim.transport import Exchanges, RetransmitTimer
+from netsim.transport import RetransmitTimer
 
 Missing = Callable[[int, int], int]
 Fetch = Callable[[int, int], tuple[int, Any]]

@@ -1,4 +1,4 @@
-"""netsim.transport Timers and Exchanges: expiry order and RFC 6298 backoff of repeated requests, by hand."""
+"""netsim.transport.Timers and netsim.exchanges.Exchanges: expiry order and RFC 6298 backoff of repeated requests, by hand."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from netsim import scenario as S
+from netsim.exchanges import Exchanges
 from netsim.sim import Simulation
 from netsim.streams import trial_sequence
-from netsim.transport import Exchanges, RetransmitTimer, Timers
+from netsim.transport import RetransmitTimer, Timers
 from tests.conftest import scenario_dict
 
 
