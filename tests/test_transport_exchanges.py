@@ -1,4 +1,4 @@
-"""netsim.transport.Timers and netsim.exchanges.Exchanges: expiry order and RFC 6298 backoff of repeated requests, by hand."""
+"""netsim.transport.Timers and netsim.exchanges.Exchanges: expiry order and RFC 6298 backoff, by hand."""
 
 from __future__ import annotations
 
