@@ -3,6 +3,11 @@
 ``python -m benchmarks.li2022 [--repeat N] [--all]`` times one trial of a few heavy bundled
 scenarios (``--all``: every ``li2022-*`` scenario), in CPU seconds of this process.
 
+``python -m benchmarks.li2022 --modes [--repeat N]`` runs one trial of ``scale-ddp-mab-1k`` (DDP-MAB, GIS,
+1,000 agents, T = 1e5) in paper mode (constant stage delay 0.25) and in realistic mode (exponential
+stage delays of mean 0.25), alternately in this process, and reports the CPU seconds of each (the
+fastest of N) and their ratio: the cost of continuous-time delivery for the GIS handshake (issue 25).
+
 ``python -m benchmarks.li2022 --scale [--agents 100,200,400,1000] [--horizon 100000]`` measures
 DDP-MAB at scale (issue 16): one trial of ``li2022-fig10-random`` on an Erdős–Rényi graph of mean
 degree 10 (p = 10 / (M - 1)), each point a whole ``netsim run`` process (start-up and result
@@ -64,6 +69,32 @@ def time_scenario(name: str, repeat: int) -> dict:
     }
 
 
+MODES_SCENARIO = "scale-ddp-mab-1k"
+REALISTIC_DELAY = {"model": "exponential", "mean": 0.25}
+
+
+def modes(repeat: int) -> dict:
+    """Paper mode against realistic mode on the same trial of :data:`MODES_SCENARIO`, same process."""
+    paper = S.load(MODES_SCENARIO)
+    cases = {"paper": paper, "realistic": paper.with_(**{"network.delay": REALISTIC_DELAY})}
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
+    rows: dict[str, dict] = {}
+    for _ in range(repeat):
+        for name, sc in cases.items():
+            started = time.process_time()
+            rows[name] = run_trial(sc, trial_sequence(sc.run["seed"], 0), 0).row
+            cpu[name].append(time.process_time() - started)
+    best = {name: min(times) for name, times in cpu.items()}
+    return {
+        "benchmark": "li2022-modes",
+        "workload": f"one trial of {MODES_SCENARIO}; realistic: network.delay = exponential, mean 0.25",
+        "cases": {name: {"cpu_s": round(best[name], 2), "messages": rows[name]["messages_sent"],
+                         "group_regret": round(rows[name]["group_regret"], 2), "comm_cost": rows[name]["comm_cost"]}
+                  for name in cases},
+        "realistic_over_paper": round(best["realistic"] / best["paper"], 2),
+    }
+
+
 def scale_point(agents: int, horizon: float) -> dict:
     """One whole ``netsim run`` process of DDP-MAB on G(M, 10/(M-1)): CPU seconds and peak memory."""
     p = min(1.0, 10.0 / (agents - 1))
@@ -115,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per scenario (the fastest is reported)")
     parser.add_argument("--all", action="store_true", help="time every bundled li2022 scenario")
     parser.add_argument("--scale", action="store_true", help="DDP-MAB at scale, whole processes (issue 16)")
+    parser.add_argument("--modes", action="store_true", help="DDP-MAB on 1,000 agents, paper against realistic mode")
     parser.add_argument("--agents", default="100,200,400,1000", help="--scale: comma-separated agent counts")
     parser.add_argument("--horizon", type=float, default=1e5, help="--scale: horizon T in slots")
     args = parser.parse_args(argv)
@@ -130,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         out = scale(agents, args.horizon)
+    elif args.modes:
+        out = modes(args.repeat)
     else:
         names = sorted(n for n in S.bundled() if n.startswith("li2022-")) if args.all else DEFAULT
         results = [time_scenario(name, args.repeat) for name in names]

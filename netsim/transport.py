@@ -67,8 +67,20 @@ about bandits.
     owner's payload through the corruptor given to :meth:`Transport.corruptible` (acknowledgements
     carry no statistics and are never corrupted).
 
-Timers cost no SimPy process: the transport keeps a heap of deadlines and one engine callback
+Timers cost no SimPy process: :class:`Timers` keeps a heap of deadlines and one engine callback
 (``sim.call_at``) armed for the earliest.
+
+:class:`netsim.exchanges.Exchanges` (its own module)
+    Requests whose *answer* is their acknowledgement and whose repeat the owner rebuilds (a REQ
+    answered by its DATA, asking again only for the records still missing; an ADV answered by a
+    REQ or by the neighbour's own ADV; a server's recall answered by the upload, the first request
+    being implicit): the requester repeats on the same RFC 6298 timers, one per (requester, peer)
+    pair, until the answer arrives, without acknowledgement messages and without the receiver
+    filtering copies (a repeated request is answered again). Every transmission gets a number that
+    its answer echoes, so each answer measures the round trip of the very transmission it answers,
+    retransmissions included (the exception to Karn's rule that RFC 6298 Sec. 3 makes for TCP
+    timestamps); an answer that names no transmission ends the wait without a measurement. The
+    owner says what to send again (``repeat``), and when an exchange is over.
 
 Protocols that expose the timer's bounds as scenario keys use :data:`TIMER_FIELDS` (``rto_initial``,
 ``rto_min``, ``rto_max``, in clock periods) with :func:`check_timer` (bad input, before any trial)
@@ -152,13 +164,13 @@ class RetransmitTimer:
 TIMER_FIELDS: dict[str, P.Field] = {
     "rto_initial": P.real(3.0, low=0.0, low_open=True,
                           doc="retransmission timeout before the first round-trip measurement, in clock periods "
-                              "(RFC 6298 (2.1))"),
+                              "(RFC 6298 (2.1))", label="initial retransmission timeout", unit="clock periods"),
     "rto_min": P.real(1.0, low=0.0, low_open=True,
                       doc="lower bound of every retransmission timeout and clock granularity G, in clock periods "
-                          "(RFC 6298 (2.4))"),
+                          "(RFC 6298 (2.4))", label="minimum retransmission timeout", unit="clock periods"),
     "rto_max": P.real(64.0, low=0.0, low_open=True,
                       doc="upper bound of every (backed-off) retransmission timeout, in clock periods "
-                          "(RFC 6298 (2.5))"),
+                          "(RFC 6298 (2.5))", label="maximum retransmission timeout", unit="clock periods"),
 }
 
 
@@ -185,6 +197,58 @@ def can_lose(scenario: Any) -> bool:
     network = scenario.network
     lossy = network["loss"] > 0 or any((link.get("loss") or 0) > 0 for link in network["links"])
     return lossy or bool({"link_down", "crash"} & set(F.kinds(scenario.faults)))
+
+
+class Timers:
+    """One-shot timers keyed by any hashable, on the engine clock, without a SimPy process per timer.
+
+    Deadlines wait in a heap; one engine callback (``sim.call_at``) is armed for the earliest. When
+    deadlines come, ``expired(key)`` is called for each, in deadline order (ties in the order the
+    timers were started); it may start timers again. Starting a running timer restarts it.
+    """
+
+    def __init__(self, sim: Any, expired: Callable[[Hashable], None]):
+        self.sim, self.expired = sim, expired
+        self._token: dict[Hashable, int] = {}                      # key -> its running timer
+        self._heap: list[tuple[float, int, Hashable]] = []          # (deadline, token, key)
+        self._armed = math.inf
+        self._tokens = 0
+
+    def start(self, key: Hashable, delay: float) -> None:
+        """(Re)start the timer of ``key``: it expires ``delay`` from now."""
+        self._tokens += 1
+        token = self._token[key] = self._tokens
+        deadline = self.sim.now + delay
+        heapq.heappush(self._heap, (deadline, token, key))
+        if deadline < self._armed:
+            self._armed = deadline
+            self.sim.call_at(deadline, self._fire)
+
+    def stop(self, key: Hashable) -> None:
+        """Stop the timer of ``key`` (nothing happens if it is not running)."""
+        self._token.pop(key, None)
+
+    def running(self, key: Hashable) -> bool:
+        """Whether the timer of ``key`` is running."""
+        return key in self._token
+
+    def _fire(self) -> None:
+        now = self.sim.now
+        if now < self._armed:
+            return  # an earlier arming already handled this instant
+        heap, tokens = self._heap, self._token
+        while heap and heap[0][0] <= now:
+            _, token, key = heapq.heappop(heap)
+            if tokens.get(key) != token:
+                continue  # stopped or restarted since
+            del tokens[key]
+            self.expired(key)
+        self._armed = math.inf
+        while heap and tokens.get(heap[0][2]) != heap[0][1]:
+            heapq.heappop(heap)  # stale heads: the next arming is for a live timer
+        if heap:
+            self._armed = heap[0][0]
+            self.sim.call_at(self._armed, self._fire)
 
 
 #: what :attr:`Transport.counts` counts
@@ -246,12 +310,9 @@ class Transport:
         self._next: dict[tuple[int, int], int] = {}                    # (src, dst) -> next sequence number
         self._outstanding: dict[tuple[int, int], dict[int, _Pending]] = {}
         self._backoff: dict[tuple[int, int], int] = {}                 # expiries since the timer last reset
-        self._token: dict[tuple[int, int], int] = {}                   # the pair's running timer
         self._floor: dict[tuple[int, int], int] = {}                   # (dst, src): every number below was seen
         self._above: dict[tuple[int, int], set[int]] = {}              # numbers seen at or above the floor
-        self._deadlines: list[tuple[float, int, int, int]] = []        # (deadline, token, src, dst)
-        self._armed = math.inf
-        self._tokens = 0
+        self._timers = Timers(sim, self._expired)                      # one timer per pair
         if not reliable:
             self.network.subscribe_batch(kind, handler)
             return
@@ -274,7 +335,7 @@ class Transport:
         outstanding[seq] = _Pending(payload, size, self.sim.now)
         self.counts["sent"] += 1
         self.network.send(src, dst, self.kind, (seq, next(iter(outstanding)), payload), size=size)
-        if pair not in self._token:                                    # (5.1): start the timer if not running
+        if not self._timers.running(pair):                             # (5.1): start the timer if not running
             self._start(pair)
         return seq
 
@@ -333,42 +394,19 @@ class Transport:
     # ------------------------------------------------------------------ timers
     def _start(self, pair: tuple[int, int]) -> None:
         """(5.1)/(5.3)/(5.6): the pair's timer expires one (backed-off) RTO from now."""
-        self._tokens += 1
-        token = self._token[pair] = self._tokens
-        deadline = self.sim.now + self.timer.rto(pair, self._backoff.get(pair, 0))
-        heapq.heappush(self._deadlines, (deadline, token, pair[0], pair[1]))
-        if deadline < self._armed:
-            self._armed = deadline
-            self.sim.call_at(deadline, self._expire)
+        self._timers.start(pair, self.timer.rto(pair, self._backoff.get(pair, 0)))
 
     def _stop(self, pair: tuple[int, int]) -> None:
         """(5.2): nothing outstanding; the backoff ends with the exchange."""
         self._outstanding.pop(pair, None)
-        self._token.pop(pair, None)
+        self._timers.stop(pair)
         self._backoff.pop(pair, None)
 
-    def _expire(self) -> None:
-        now = self.sim.now
-        if now < self._armed:
-            return  # an earlier arming already handled this instant
-        deadlines = self._deadlines
-        while deadlines and deadlines[0][0] <= now:
-            _, token, src, dst = heapq.heappop(deadlines)
-            pair = (src, dst)
-            if self._token.get(pair) != token:
-                continue  # stopped or restarted since
-            if self.up is not None and not self.up[src]:
-                self._start(pair)  # a crashed sender looks again one RTO later, without backing off
-                continue
-            self._retransmit(pair)
-        self._armed = math.inf
-        if deadlines:
-            # drop stale heads so that the next arming is for a live timer
-            while deadlines and self._token.get((deadlines[0][2], deadlines[0][3])) != deadlines[0][1]:
-                heapq.heappop(deadlines)
-            if deadlines:
-                self._armed = deadlines[0][0]
-                self.sim.call_at(self._armed, self._expire)
+    def _expired(self, pair: tuple[int, int]) -> None:
+        if self.up is not None and not self.up[pair[0]]:
+            self._start(pair)  # a crashed sender looks again one RTO later, without backing off
+            return
+        self._retransmit(pair)
 
     def _retransmit(self, pair: tuple[int, int]) -> None:
         """(5.4)-(5.6): send every outstanding message of the pair again; back the timer off."""
@@ -463,3 +501,4 @@ class Transport:
         else:
             self._stop(pair)                                           # (5.2)
         return True
+

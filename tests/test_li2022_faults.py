@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from netsim.handshake import ids
 from netsim.sim import Simulation
 from netsim.streams import trial_sequence
 from protocols.li2022 import epochs as R
@@ -178,9 +179,11 @@ def test_server_crash_stalls_rounds_until_restart(name, state):
 
 def test_lost_server_recalls_the_uploads_it_had():
     """CDP, server links of delay 1 except agent 7's (delay 6). Round 1 starts at t0: the uploads of
-    agents 0-6 arrive at t0 + 1 and are acknowledged; the server crashes at t0 + 2 and restarts at
-    t0 + 3 without them; it recalls those 7 uploads, agent 7's arrives at t0 + 6, and the round ends
-    with the same aggregate as without the crash."""
+    agents 0-6 arrive at t0 + 1; the server crashes at t0 + 2 and restarts at t0 + 3 without them; it
+    recalls those 7 uploads at once, and agent 7's too, whose wait (rto_initial = 3 slots, no round
+    trip measured yet on that pair) expires at t0 + 3, just after the restart; agent 7's first upload
+    arrives at t0 + 6, the recalled ones at t0 + 5, and the round ends at t0 + 6 with the same
+    aggregate as without the crash."""
     links = [{"u": 7, "v": 8, "delay": {"model": "constant", "value": 6.0}}]
     net = {"server_delay": {"model": "constant", "value": 1.0}, "links": links}
     clean_sim = Simulation(build("cdp", network=net), trial_sequence(1, 0))
@@ -193,7 +196,7 @@ def test_lost_server_recalls_the_uploads_it_had():
     row = sim.run().row
     assert row["status"] == "ok"
     check_books(sim, row)
-    assert row["sent_cdp-recall"] == 7
+    assert row["sent_cdp-recall"] == 8
     assert ends[0] == pytest.approx(t0 + 6.0)
     np.testing.assert_array_equal(sim.protocol.history[0][2], clean_sim.protocol.history[0][2])
 
@@ -215,7 +218,7 @@ def test_ddp_crash_that_cuts_a_path():
 
     def record():
         flood = sim.protocol.flood
-        held = [set(np.flatnonzero(flood.have[i]).tolist()) for i in (0, 1, 3, 4, 5)]
+        held = [set(ids(flood.have[i]).tolist()) for i in (0, 1, 3, 4, 5)]
         common.append(set.intersection(*held))
         assert set(flood.common().tolist()) == common[-1]
         synchronised()

@@ -28,8 +28,8 @@ Decisions (see docs/protocols/li2022.md; each pinned by a test):
 
 * The server's announcement of I^(r) (Alg. 1 after line 15, Alg. 5 line 16) is the paper's
   synchronisation signal: it is not a link of Eq. (2). This is what makes Theorem 2's cost
-  c1 ceil(pM) R exact and Theorem 4's c1 Q per round. Uploads (and, on lossy links, their
-  acknowledgements) are real messages and build server-agent links.
+  c1 ceil(pM) R exact and Theorem 4's c1 Q per round. Uploads (and, on lossy links, the
+  server's recalls) are real messages and build server-agent links.
 * GIS t_delay counts slots used (with unit slots and per-stage delays <= slot/3 it is the
   graph's diameter: flooding one hop per slot); Alg. 2's counter n starts at 0 and Theorem 3's
   proof writes d_G - 1 for the same quantity.
@@ -40,9 +40,14 @@ Decisions (see docs/protocols/li2022.md; each pinned by a test):
   of Theorem 4).
 * Alg. 5 line 14 averages the Q component means without weights (``global_mean = "components"``);
   ``"agents"`` weights them by M_q (the mean over all M agents).
-* Lossy links: uploads, SAC hops and GIS handshakes are acknowledged and repeated after
-  ``timeout`` slots until they get through, so every round completes (also whenever link
-  outages or crashes can make messages disappear).
+* Lossy links (whenever a message can be lost: loss, link outages, crashes): every wait is bounded by
+  an RFC 6298 timer per pair of nodes (keys ``rto_initial``, ``rto_min``, ``rto_max``, in slots):
+  GIS/SAC ADVs and REQs are repeated until answered (the answer is the acknowledgement), the
+  server recalls overdue uploads, SAC tree hops ride a ``netsim.transport.Transport``; so every
+  round completes (docs/protocols/li2022.md, "Reliable mode").
+* Adversary: uploads, GIS/SAC DATA and SAC hops are corruptible; a corrupted DATA carries its
+  values and its receiver uses and forwards them; DDP agents that then disagree split into
+  cohorts with their own active sets (:mod:`.elimination`).
 * Faults (issue 15, docs/protocols/li2022.md "Faults"): copies and late messages change nothing
   (named immutable records, round tags); crashed agents pull nothing (:mod:`.play`); an agent that
   missed part of an epoch's exploration keeps its previous private mean and sample count; a

@@ -12,7 +12,7 @@ import numpy as np
 from netsim import params as P
 from netsim.registry import register_protocol
 from protocols.li2022.elimination import COMMON_FIELDS, Elimination
-from protocols.li2022.uploads import Uploads
+from protocols.li2022.uploads import Uploads, lie_about_record
 
 
 @register_protocol
@@ -23,6 +23,7 @@ class CDPMAB(Elimination):
     description = "centralized private elimination with a server (li2022 Alg. 1, p and R of Sec. IV-B)"
     servers = 1
     requires_connected = False
+    corruptible = ("cdp-upload",)  # an upload carries ybar_i (and n_i)
     fields: ClassVar[Mapping[str, P.Field]] = {
         **COMMON_FIELDS,
         "participation": P.real(1.0, low=0.0, high=1.0, low_open=True,
@@ -36,8 +37,9 @@ class CDPMAB(Elimination):
     def setup(self) -> None:
         self.server = self.sim.num_agents
         self.server_rng = self.sim.streams.for_("protocol", self.server)
-        self.uploads = Uploads(self.sim.network, "cdp", reliable=self.reliable, timeout=self.timeout, up=self.up,
-                               on_complete=self._collected)
+        self.uploads = Uploads(self.sim, "cdp", timer=self.timer, up=self.up, on_complete=self._collected)
+        if self.sim.network.adversary is not None:
+            self.sim.network.corruptible(self.uploads.kind, lie_about_record)
 
     def communicate(self) -> None:
         n = self.participants()
@@ -51,9 +53,6 @@ class CDPMAB(Elimination):
         for agent in senders:  # line 11: ybar_i with its sample count n_i
             self.uploads.send(agent, (self.state.private[agent].copy(), int(self.state.counts[agent])))
 
-    def comm_tick(self, now: float) -> None:
-        self.uploads.tick(now)
-
     def agent_crashed(self, agent: int) -> None:
         self.uploads.drop(agent)
 
@@ -63,6 +62,9 @@ class CDPMAB(Elimination):
 
     def server_restarted(self, state: str) -> None:
         self.uploads.server_restarted(state)
+
+    def retransmissions(self) -> int:
+        return self.uploads.retries
 
     def _collected(self, records: dict[int, tuple[np.ndarray, int]]) -> None:
         agents = sorted(records)

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+import numpy as np
+
 from netsim import params as P
+from netsim.corruption import rewriting
 from netsim.errors import InputError
 from netsim.registry import register_protocol
 from protocols.li2022.elimination import COMMON_FIELDS, Elimination
@@ -20,6 +23,7 @@ class DDPMAB(Elimination):
     name = "ddp-mab"
     description = "decentralized private elimination with GIS ADV/REQ/DATA flooding (li2022 Alg. 2-3)"
     servers = 0
+    corruptible = ("gis-data",)  # a DATA carries records (ybar_j, n_j)
     fields: ClassVar[Mapping[str, P.Field]] = dict(COMMON_FIELDS)
 
     @classmethod
@@ -31,8 +35,9 @@ class DDPMAB(Elimination):
                              key="network.components")
 
     def setup(self) -> None:
-        self.flood = Flood(self.sim.network, "gis", reliable=self.reliable, timeout=self.timeout, up=self.up,
-                           on_complete=self._synchronised)
+        self.flood = Flood(self.sim, "gis", timer=self.timer, up=self.up, on_complete=self._synchronised)
+        if self.sim.network.adversary is not None:
+            self.sim.network.corruptible(self.flood.data_kind, rewriting(self.flood.rewrite_data))
 
     def communicate(self) -> None:
         self.flood.begin(self.state.private.copy(), self.state.counts.copy(), self.up_agents(),
@@ -47,7 +52,15 @@ class DDPMAB(Elimination):
     def agent_restarted(self, agent: int, state: str) -> None:
         self.flood.restarted(agent, state)
 
+    def retransmissions(self) -> int:
+        return self.flood.handshake.retries
+
     def _synchronised(self) -> None:
-        """Line 9 at every survivor, over the records every survivor holds (all M without crashes)."""
+        """Line 9 at every survivor, over the records every survivor holds (all M without crashes), each
+        with its own copies of them: the shared table, unless a corrupted DATA reached it (then
+        every agent aggregates what it holds and eliminates by itself, line 10)."""
         common = self.flood.common()
-        self.finish_pooled(self.flood.table[common], self.flood.counts[common])
+        if not self.flood.forged_anywhere:
+            self.finish_pooled(self.flood.table[common], self.flood.counts[common])
+            return
+        self.finish_agents({i: self.flood.view(i, common) for i in np.flatnonzero(self.flood.survivor).tolist()})

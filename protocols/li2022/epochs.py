@@ -221,8 +221,8 @@ class PrivateMeans:
     def local_best(self, active: np.ndarray) -> np.ndarray:
         """Each agent's local empirical best active arm (own rewards only; ties to the lowest index).
 
-        An agent with no own sample of any active arm (a fresh learner after a crash) pulls the
-        first active arm.
+        ``active``: the active set (K,) of every agent, or one row per agent (M, K). An agent with
+        no own sample of any active arm (a fresh learner after a crash) pulls its first active arm.
         """
         with np.errstate(invalid="ignore", divide="ignore"):
             means = np.where(self.own_counts > 0, self.own_sums / np.maximum(self.own_counts, 1), -np.inf)
@@ -230,5 +230,5 @@ class PrivateMeans:
         best = np.argmax(means, axis=1)
         blank = np.isneginf(means[np.arange(len(best)), best])
         if blank.any():
-            best[blank] = int(np.argmax(active))
+            best[blank] = np.argmax(active[blank], axis=1) if active.ndim == 2 else int(np.argmax(active))
         return best

@@ -9,14 +9,24 @@ owner calls :meth:`Flood.tick` once per slot): a record received during slot s i
 at the start of slot s + 1, so with per-stage link delays of at most a third of a slot one
 ADV -> REQ -> DATA exchange fits in one slot and records travel one hop per slot, exactly like
 flooding one hop per slot. With random delays an exchange may span several slots; with loss the
-handshake runs in reliable mode (see :mod:`netsim.handshake`) and repeats unanswered stages
-after ``timeout``.
+handshake runs in reliable mode (see :mod:`netsim.handshake`) and repeats unanswered stages on
+RFC 6298 timers (:mod:`netsim.transport`), one per pair of neighbours.
 
 One shared table (issue 16). Within a round every record is immutable: record j is agent j's
-(ybar_j, n_j) as of the round's start. So the round keeps one (M, K) table of records and an
-(M, M) boolean mask ``have[i, j]`` (agent i holds record j) instead of a copy per agent; a DATA
-message names its keys (its size counts them) and the receiver reads the values from the table,
-which is exactly what the copy it carries would contain.
+(ybar_j, n_j) as of the round's start. So the round keeps one (M, K) table of records and, per
+agent i, the bit set ``have[i]`` of the records it holds (a Python integer, see
+:mod:`netsim.handshake`) instead of a copy per agent; a DATA message names its keys (its size
+counts them) and the receiver reads the values from the table, which is exactly what the copy it
+carries would contain.
+
+Corrupted copies (``[adversary]``). A message carries exactly what its sender released. A DATA
+that a byzantine sender or a corrupting link rewrote carries its values explicitly (the sender's
+view of the records, some replaced by the lie, :meth:`Flood.rewrite_data`); its receiver keeps
+them as its own *forged* copies of those records (``forged[i]``: record -> (means, count)),
+uses them whenever it reads those records (:meth:`Flood.view`) and serves them when it forwards
+the records, so a corrupted record spreads along the paths it takes; every other agent keeps
+reading the shared table. A DATA from a sender holding no forged copy of what it serves still
+carries ``None`` (the table's rows are exactly its values).
 
 Crashes (``docs/faults.md``; the rules of DDP-MAB and HDP-MAB). The paper assumes a
 synchronisation clock that monitors every agent's status and observation list (Sec. V-A.2):
@@ -38,12 +48,15 @@ synchronisation clock that monitors every agent's status and observation list (S
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from netsim.handshake import Handshake
+from netsim.corruption import Lie
+from netsim.handshake import Handshake, bits, ids
+from netsim.transport import RetransmitTimer
 
 
 class Flood:
@@ -54,23 +67,27 @@ class Flood:
     group (a list of agent ids whose induced graph is connected) records spread by ADV/REQ/DATA
     between neighbours. ``on_group(q)`` fires when group q is complete (module docstring), and
     ``on_complete()`` once every group is complete or abandoned (a SAC group whose sink is down).
-    ``have[i, j]`` says whether agent i holds record j (its own at j = i).
+    ``have[i]`` is the bit set of the records agent i holds (its own included).
     """
 
-    def __init__(self, network, prefix: str, *, reliable: bool, timeout: float, up: np.ndarray,
+    def __init__(self, sim: Any, prefix: str, *, timer: RetransmitTimer | None, up: np.ndarray,
                  on_complete: Callable[[], None] | None = None, on_group: Callable[[int], None] | None = None):
+        network = sim.network
         self.network = network
         self.num_agents = m = network.num_agents
         self.up = up[:m]
-        self.handshake = Handshake(network, prefix, missing=self._missing, fetch=self._fetch,
-                                   on_data=self._on_data, reliable=reliable, timeout=timeout, up=up)
+        self.handshake = Handshake(sim, prefix, missing=self._missing, fetch=self._fetch, on_data=self._on_data,
+                                   timer=timer, up=up)
+        self.data_kind = self.handshake.kinds[2]
         self._neighbors = [network.agent_neighbors(i) for i in range(m)]
         self._adjacency: csr_matrix | None = None
         self.on_complete = on_complete
         self.on_group = on_group
         self.active = False
         self.complete_at: float | None = None
-        self.have = np.zeros((0, 0), dtype=bool)
+        self.have: list[int] = [0] * m
+        self.forged: list[dict[int, tuple[np.ndarray, int]]] = [{} for _ in range(m)]
+        self._forged_bits = [0] * m
         self.table = np.zeros((0, 0))
         self.counts = np.zeros(0, dtype=np.int64)
 
@@ -81,67 +98,91 @@ class Flood:
         self.handshake.reset()
         self.table, self.counts = records, counts
         self.survivor = np.asarray(participants, dtype=bool).copy()
-        self.have = np.zeros((m, m), dtype=bool)
-        own = np.flatnonzero(self.survivor)
-        self.have[own, own] = True
-        self._group_of = np.full(m, -1)
+        self._survivors = bits(np.flatnonzero(self.survivor))
+        self.have = [(1 << i) if self.survivor[i] else 0 for i in range(m)]
+        self.forged = [{} for _ in range(m)]
+        self._forged_bits = [0] * m
+        self._group_of = [-1] * m
         for q, members in enumerate(groups):
-            self._group_of[list(members)] = q
+            for i in members:
+                self._group_of[i] = q
         self._groups = [np.asarray(g, dtype=np.int64) for g in groups]
         self._sinks = None if sinks is None else list(sinks)
-        self.target = self.survivor.copy() if sinks is None else np.zeros(m, dtype=bool)
+        target = self.survivor.copy() if sinks is None else np.zeros(m, dtype=bool)
         if sinks is not None:
-            self.target[[s for s in sinks if self.survivor[s]]] = True
-        self._need = np.zeros(m, dtype=np.int64)  # survivor records of its group a target lacks
-        self._open = np.zeros(len(groups), dtype=np.int64)  # targets of each group still waiting
-        self._done = np.zeros(len(groups), dtype=bool)
+            target[[s for s in sinks if self.survivor[s]]] = True
+        self.target = target.tolist()
+        self._need = [0] * m  # survivor records of its group a target lacks
+        self._open = [0] * len(groups)  # targets of each group still waiting
+        self._done = [False] * len(groups)
         for q, members in enumerate(self._groups):
-            targets = members[self.target[members]]
-            self._need[targets] = self.survivor[members].sum() - 1
-            self._open[q] = np.count_nonzero(self._need[targets])
-        self._new: dict[int, list] = {int(i): [int(i)] for g in self._groups if len(g) > 1 for i in g
-                                      if self.survivor[i]}
+            waiting = int(self.survivor[members].sum()) - 1
+            for i in members.tolist():
+                if self.target[i]:
+                    self._need[i] = waiting
+                    self._open[q] += waiting > 0
+        self._new: dict[int, int] = {int(i): 1 << int(i) for g in self._groups if len(g) > 1 for i in g
+                                     if self.survivor[i]}
         self._readvertise: list[int] = []
         self.disturbed = not self.survivor.all()
         self.active = True
         self.complete_at = None
         for q, members in enumerate(self._groups):
             if self._open[q] == 0:
-                self._close(q, complete=bool(self.target[members].any()))
+                self._close(q, complete=any(self.target[i] for i in members.tolist()))
         self._check_saturation()
 
     def common(self) -> np.ndarray:
         """Indices of the records held by every survivor (what every survivor aggregates)."""
-        if not self.survivor.any():
+        survivors = np.flatnonzero(self.survivor)
+        if not len(survivors):
             return np.zeros(0, dtype=np.int64)
-        return np.flatnonzero(self.have[self.survivor].all(axis=0))
+        mask = -1  # every bit set
+        for i in survivors.tolist():
+            mask &= self.have[i]
+        return ids(mask)
 
     def held(self, node: int, members: Sequence[int]) -> np.ndarray:
-        """The records among ``members`` that ``node`` holds."""
+        """The records among ``members`` that ``node`` holds (in the order of ``members``)."""
         members = np.asarray(members, dtype=np.int64)
-        return members[self.have[node, members]]
+        have = self.have[node]
+        return members[[(have >> int(j)) & 1 == 1 for j in members]] if len(members) else members
+
+    def view(self, node: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``node``'s values of the records ``keys``: (means (n, K), counts (n,)), its forged copies included."""
+        means, counts = self.table[keys], self.counts[keys]
+        forged = self.forged[node]
+        if forged:
+            for row, key in enumerate(keys.tolist()):
+                if key in forged:
+                    means[row], counts[row] = forged[key]
+        return means, counts
+
+    @property
+    def forged_anywhere(self) -> bool:
+        """Whether some agent holds a forged copy of some record this round."""
+        return any(self._forged_bits)
 
     def tick(self, now: float) -> None:
-        """Start of a slot: every up agent advertises the records it got since the last slot; retries."""
+        """Start of a slot: every up agent advertises the records it got since the last slot."""
         if not self.active:
             return
-        up = self.up
+        up, done, group_of = self.up, self._done, self._group_of
         new, self._new = self._new, {}
         for node in sorted(new):
-            if self._done[self._group_of[node]]:
+            if done[group_of[node]]:
                 continue
             if not up[node]:  # a crashed agent acts when it is back
                 self._new[node] = new[node]
                 continue
-            self.handshake.advertise(node, self._neighbors[node], np.asarray(new[node], dtype=np.int64))
+            self.handshake.advertise(node, self._neighbors[node], new[node])
         back, self._readvertise = self._readvertise, []
         for node in back:
-            if not up[node] or self._done[self._group_of[node]]:
+            if not up[node] or done[group_of[node]]:
                 continue
             for other in self._neighbors[node]:
                 if up[other]:
-                    self.handshake.advertise(other, [node], np.flatnonzero(self.have[other]))
-        self.handshake.retry(now)
+                    self.handshake.advertise(other, [node], self.have[other])
         self._check_saturation()
 
     # ------------------------------------------------------------------ crashes
@@ -153,7 +194,8 @@ class Flood:
         q = self._group_of[node]
         if self.survivor[node] and not self._done[q]:
             self.survivor[node] = False
-            members = self._groups[q]
+            self._survivors &= ~(1 << node)
+            members = self._groups[q].tolist()
             if self.target[node]:
                 self.target[node] = False
                 if self._need[node] > 0:
@@ -161,13 +203,15 @@ class Flood:
                 if self._sinks is not None:  # SAC: the group's sink is gone, its records cannot leave
                     self._close(q, complete=False)
             if not self._done[q]:
-                lacking = members[self.target[members] & ~self.have[members, node]]
-                self._need[lacking] -= 1
-                self._open[q] -= np.count_nonzero(self._need[lacking] == 0)
+                for i in members:
+                    if self.target[i] and not (self.have[i] >> node) & 1:
+                        self._need[i] -= 1
+                        self._open[q] -= self._need[i] == 0
                 if self._open[q] == 0:
-                    self._close(q, complete=bool(self.target[members].any()))
+                    self._close(q, complete=any(self.target[i] for i in members))
         elif self.survivor[node]:
             self.survivor[node] = False
+            self._survivors &= ~(1 << node)
         self._check_saturation()
 
     def restarted(self, node: int, state: str) -> None:
@@ -175,49 +219,84 @@ class Flood:
         if not self.active:
             return
         if state == "lost":
-            self.have[node] = False
+            self.have[node] = 0
+            self.forged[node] = {}
+            self._forged_bits[node] = 0
             self._new.pop(node, None)
             self.handshake.lost(node)
         self._readvertise.append(node)
 
     # ------------------------------------------------------------------ handshake callbacks
-    def _missing(self, node: int, keys) -> np.ndarray:
-        keys = np.asarray(keys, dtype=np.int64)
+    def _missing(self, node: int, keys: int) -> int:
         if self._done[self._group_of[node]]:
-            return keys[:0]
-        return keys[~self.have[node, keys]]
+            return 0
+        return keys & ~self.have[node]
 
-    def _fetch(self, node: int, keys) -> tuple[np.ndarray, None]:
-        keys = np.asarray(keys, dtype=np.int64)
-        return keys[self.have[node, keys]], None  # the values are the shared table's rows
+    def _fetch(self, node: int, keys: int) -> tuple[int, Any]:
+        served = keys & self.have[node]
+        if not served & self._forged_bits[node]:
+            return served, None  # the values are the shared table's rows
+        return served, self.view(node, ids(served))
 
-    def _on_data(self, node: int, src: int, keys, payload) -> None:
+    def _on_data(self, node: int, src: int, keys: int, payload: Any) -> None:
         q = self._group_of[node]
         if not self.active or self._done[q]:
             return
-        keys = np.asarray(keys, dtype=np.int64)
-        got = keys[~self.have[node, keys]]
-        if not len(got):
+        have = self.have[node]
+        got = keys & ~have
+        if not got:
             return
-        self.have[node, got] = True
-        self._new.setdefault(node, []).extend(got.tolist())
+        self.have[node] = have | got
+        self._new[node] = self._new.get(node, 0) | got
+        if payload is not None:
+            self._keep(node, keys, got, payload)
         if self.target[node] and self._need[node] > 0:
-            self._need[node] -= np.count_nonzero(self.survivor[got])
+            self._need[node] -= (got & self._survivors).bit_count()
             if self._need[node] == 0:
                 self._open[q] -= 1
                 if self._open[q] == 0:
                     self._close(q, complete=True)
 
+    def _keep(self, node: int, keys: int, got: int, payload: tuple[np.ndarray, np.ndarray]) -> None:
+        """Values carried by a DATA: the new records whose values differ from the table become forged copies."""
+        means, counts = payload
+        forged = self.forged[node]
+        for row, key in enumerate(ids(keys).tolist()):
+            if not (got >> key) & 1:
+                continue
+            if counts[row] != self.counts[key] or not np.array_equal(means[row], self.table[key]):
+                forged[key] = (np.array(means[row], dtype=float), counts[row])
+                self._forged_bits[node] |= 1 << key
+
+    def rewrite_data(self, payload: tuple, lie: Lie) -> tuple:
+        """The corruption rule of DATA (``netsim.corruption.rewriting``): the lie applies to the private
+        means of the records the message carries, as its sender holds them (its forged copies
+        included); a byzantine sender lies about its own record only unless ``[adversary] relay``
+        (``lie.relay``; a corrupting link may touch every record). Sample counts are not touched: the
+        schedule S(r) makes them known to every agent in the paper."""
+        tag, keys, answers, values = payload
+        keys_ids = ids(keys)
+        means, counts = values if values is not None else self.view(lie.sender, keys_ids)
+        if lie.relay:
+            lied = lie(means)
+        else:
+            own = keys_ids == lie.sender
+            if not own.any():
+                return payload
+            lied = np.array(means, dtype=float)
+            lied[own] = lie(means[own])
+        return tag, keys, answers, (np.asarray(lied, dtype=float), counts)
+
     # ------------------------------------------------------------------ completion
     def _close(self, q: int, *, complete: bool) -> None:
-        """Group q's communication ends: its members stop advertising and retrying."""
+        """Group q's communication ends: its members stop advertising and repeating."""
         if self._done[q]:
             return
         self._done[q] = True
         self.handshake.forget(self._groups[q].tolist())
         if complete and self.on_group is not None:
             self.on_group(q)
-        if self._done.all():
+        if all(self._done):
             self.complete_at = self.network.env.now
             self.active = False
             if self.on_complete is not None:
@@ -236,15 +315,16 @@ class Flood:
             cols = [j for i in range(m) for j in self._neighbors[i]]
             self._adjacency = csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(m, m))
         _, labels = connected_components(self._adjacency[up][:, up], directed=False)
-        order = np.argsort(labels, kind="stable")
-        starts = np.flatnonzero(np.r_[True, np.diff(labels[order]) != 0])
-        available = np.logical_or.reduceat(self.have[up[order]], starts, axis=0)  # records per up-component
-        component = np.full(m, -1)
-        component[up[order]] = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(order)]))
-        for q in np.flatnonzero(~self._done):
-            members = self._groups[q]
-            targets = members[self.target[members]]
-            if not len(targets):
+        available: dict[int, int] = {}  # records held per up-component
+        component = {}
+        for node, label in zip(up.tolist(), labels.tolist()):
+            available[label] = available.get(label, 0) | self.have[node]
+            component[node] = label
+        for q in range(len(self._groups)):
+            if self._done[q]:
                 continue
-            if not (available[component[targets]] & ~self.have[targets]).any():
-                self._close(int(q), complete=True)
+            targets = [i for i in self._groups[q].tolist() if self.target[i]]
+            if not targets:
+                continue
+            if not any(i in component and available[component[i]] & ~self.have[i] for i in targets):
+                self._close(q, complete=True)

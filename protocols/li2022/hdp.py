@@ -9,12 +9,13 @@ from typing import ClassVar
 import numpy as np
 
 from netsim import params as P
+from netsim.corruption import rewriting
 from netsim.registry import register_protocol
 from protocols.li2022.elimination import COMMON_FIELDS, Elimination
 from protocols.li2022.epochs import pooled_mean
 from protocols.li2022.gis import Flood
 from protocols.li2022.sac import SinkTree, sink_agents
-from protocols.li2022.uploads import Uploads
+from protocols.li2022.uploads import Uploads, lie_about_record
 
 
 @register_protocol
@@ -27,6 +28,7 @@ class HDPMAB(Elimination):
                                         doc="mean slots the sinks took to collect their component")}
     description = "hybrid private elimination: sink agents collect, the server aggregates (li2022 Alg. 4-5)"
     servers = 1
+    corruptible = ("hdp-upload", "sac-data", "sac-hop")  # a component mean; records inside a component
     fields: ClassVar[Mapping[str, P.Field]] = {
         **COMMON_FIELDS,
         "sac_routing": P.choice(("flood", "tree"), "flood",
@@ -43,14 +45,20 @@ class HDPMAB(Elimination):
         self.components = [list(c) for c in net.components]
         self.sinks, self.sink_delays, self.sink_delay = sink_agents(net.agent_graph, self.components)  # Alg. 4
         self._sink_of = {s: q for q, s in enumerate(self.sinks)}
-        self.uploads = Uploads(net, "hdp", reliable=self.reliable, timeout=self.timeout, up=self.up,
-                               on_complete=self._collected)
+        self.uploads = Uploads(self.sim, "hdp", timer=self.timer, up=self.up, on_complete=self._collected)
         if self.params["sac_routing"] == "flood":
-            self.sac = Flood(net, "sac", reliable=self.reliable, timeout=self.timeout, up=self.up,
-                             on_group=self._sink_ready)
+            self.sac = Flood(self.sim, "sac", timer=self.timer, up=self.up, on_group=self._sink_ready)
         else:
-            self.sac = SinkTree(net, "sac", graph=net.agent_graph, groups=self.components, sinks=self.sinks,
-                                reliable=self.reliable, timeout=self.timeout, up=self.up, on_group=self._sink_ready)
+            self.sac = SinkTree(self.sim, "sac", graph=net.agent_graph, groups=self.components, sinks=self.sinks,
+                                timer=self.timer, up=self.up, on_group=self._sink_ready)
+        # the kinds of this run: the uploads, and the records of the chosen SAC routing
+        self.corruptible = (self.uploads.kind, "sac-data" if isinstance(self.sac, Flood) else "sac-hop")
+        if net.adversary is not None:
+            net.corruptible(self.uploads.kind, lie_about_record)
+            if isinstance(self.sac, Flood):
+                net.corruptible(self.sac.data_kind, rewriting(self.sac.rewrite_data))
+            else:
+                self.sac.corruptible(rewriting(SinkTree.rewrite_hop))
 
     def communicate(self) -> None:
         participants = self.up_agents()
@@ -65,7 +73,9 @@ class HDPMAB(Elimination):
 
     def comm_tick(self, now: float) -> None:
         self.sac.tick(now)
-        self.uploads.tick(now)
+
+    def retransmissions(self) -> int:
+        return self.uploads.retries + (self.sac.handshake.retries if isinstance(self.sac, Flood) else self.sac.retries)
 
     def agent_crashed(self, agent: int) -> None:
         self.sac.crashed(agent)
@@ -88,7 +98,7 @@ class HDPMAB(Elimination):
         sink, members = self.sinks[q], self.components[q]
         if isinstance(self.sac, Flood):
             keys = self.sac.held(sink, members)
-            values = self._records[keys]
+            values = self.sac.view(sink, keys)[0]  # the sink's copies (forged ones if a liar reached it)
         else:
             keys, values = self.sac.records_at_sink(q)
         counts = self._counts[keys]

@@ -14,8 +14,9 @@ never grows while it is down, and without crashes every agent is drawn once per 
 n pulls made slot by slot (the reward streams are consumed in the same order). Runs never
 straddle a checkpoint (the caller splits them), so the regret time series is exact.
 
-At most one run is open at a time (the algorithms' runs follow each other); runs are given in
-time order by :meth:`play`.
+A run covers every agent, or the agents of a cohort (``agents``: the agents that share an active
+set, see :mod:`protocols.li2022.elimination`); the runs of one agent never overlap, and runs are
+given in time order by :meth:`play`.
 """
 
 from __future__ import annotations
@@ -50,13 +51,14 @@ class SlotRuns:
         self.num_agents = sim.num_agents
         self.agents = np.arange(self.num_agents)
         self.up = up[: self.num_agents]
-        self._open: _Run | None = None
+        self._open: list[_Run] = []
 
     def play(self, start: float, n: int, arms: np.ndarray, sums: np.ndarray | None = None,
-             pulled: np.ndarray | None = None) -> None:
+             pulled: np.ndarray | None = None, agents: np.ndarray | None = None) -> None:
         """Agent i pulls ``arms[i]`` in the n slots from ``start`` (cut at the horizon, split at checkpoints).
 
         Rewards are added to ``sums[i, arms[i]]`` and pull counts to ``pulled[i, arms[i]]`` when given.
+        ``agents``: only these agents take part (default: every agent).
         """
         n = min(n, max(0, math.ceil((self.sim.horizon - start) / self.slot - EPS)))
         t, left = start, n
@@ -69,19 +71,24 @@ class SlotRuns:
             if before >= left:
                 break
             if before > 0:
-                self._schedule(t, before, arms, sums, pulled)
+                self._schedule(t, before, arms, sums, pulled, agents)
                 t, left = t + before * self.slot, left - before
         if left > 0:
-            self._schedule(t, left, arms, sums, pulled)
+            self._schedule(t, left, arms, sums, pulled, agents)
 
-    def _schedule(self, start: float, n: int, arms: np.ndarray, sums, pulled) -> None:
-        run = _Run(start, n, arms, sums, pulled)
+    def _schedule(self, start: float, n: int, arms: np.ndarray, sums, pulled, agents) -> None:
+        member = None
+        if agents is not None:
+            member = np.zeros(self.num_agents, dtype=bool)
+            member[agents] = True
+        run = _Run(start, n, arms, sums, pulled, member)
         self.sim.call_at(start, lambda: self._begin(run))
         self.sim.call_at(start + (n - 1) * self.slot, lambda: self._settle(run))
 
     def _begin(self, run: _Run) -> None:
-        self._open = run
-        run.first = np.where(self.up, 0, -1)  # first slot each agent pulls in (-1: not in the run)
+        self._open.append(run)
+        up = self.up if run.member is None else self.up & run.member
+        run.first = np.where(up, 0, -1)  # first slot each agent pulls in (-1: not in the run)
 
     def _settle(self, run: _Run) -> None:
         first = run.first
@@ -90,25 +97,25 @@ class SlotRuns:
         else:
             agents = np.flatnonzero(first >= 0)
             self._draw(agents, run.n - first[agents], run)
-        self._open = None
+        self._open.remove(run)
 
     def crashed(self, agent: int) -> None:
-        """``agent`` crashed now: draw its slots of the open run before now; it pulls no more."""
-        run = self._open
-        if run is None or run.first[agent] < 0:
-            return
-        done = min(run.n, math.ceil((self.sim.now - run.start) / self.slot - EPS))
-        if done > run.first[agent]:
-            self._draw(np.array([agent]), done - run.first[agent], run)
-        run.first[agent] = -1
+        """``agent`` crashed now: draw its slots of its open run before now; it pulls no more."""
+        for run in self._open:
+            if run.first[agent] < 0:
+                continue
+            done = min(run.n, math.ceil((self.sim.now - run.start) / self.slot - EPS))
+            if done > run.first[agent]:
+                self._draw(np.array([agent]), done - run.first[agent], run)
+            run.first[agent] = -1
 
     def restarted(self, agent: int) -> None:
-        """``agent`` is up again now: it pulls the remaining slots of the open run from the next slot start."""
-        run = self._open
-        if run is None:
-            return
-        k = math.ceil((self.sim.now - run.start) / self.slot - EPS)
-        run.first[agent] = k if k < run.n else -1
+        """``agent`` is up again now: it pulls the remaining slots of its open run from the next slot start."""
+        for run in self._open:
+            if run.member is not None and not run.member[agent]:
+                continue
+            k = math.ceil((self.sim.now - run.start) / self.slot - EPS)
+            run.first[agent] = k if k < run.n else -1
 
     def _draw(self, agents: np.ndarray, n: int | np.ndarray, run: _Run) -> None:
         if len(agents) == 0:
@@ -122,9 +129,9 @@ class SlotRuns:
 
 
 class _Run:
-    __slots__ = ("start", "n", "arms", "sums", "pulled", "first")
+    __slots__ = ("start", "n", "arms", "sums", "pulled", "member", "first")
 
-    def __init__(self, start: float, n: int, arms: np.ndarray, sums, pulled):
-        self.start, self.n, self.arms, self.sums, self.pulled = start, n, arms, sums, pulled
+    def __init__(self, start: float, n: int, arms: np.ndarray, sums, pulled, member: np.ndarray | None):
+        self.start, self.n, self.arms, self.sums, self.pulled, self.member = start, n, arms, sums, pulled, member
         self.first = np.zeros(0, dtype=np.int64)
 

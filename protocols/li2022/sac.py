@@ -1,14 +1,21 @@
 """Sink agents (li2022 Alg. 4) and SAC along a shortest-path tree to each sink (Theorem 4's proof).
+
+On lossy links (reliable mode) every hop goes through a :class:`netsim.transport.Transport`:
+numbered per (child, parent) pair, acknowledged, retransmitted on the pair's RFC 6298 timer and
+handed to the parent exactly once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import networkx as nx
 import numpy as np
 
+from netsim.corruption import Lie
 from netsim.network import Message
+from netsim.transport import RetransmitTimer, Transport
 
 
 def sink_agents(graph: nx.Graph, components: Sequence[Sequence[int]]) -> tuple[list[int], list[int], int]:
@@ -41,8 +48,8 @@ class SinkTree:
     Each agent sends its own record to its parent at the first slot boundary of the round; a
     relay forwards what it received at the next slot boundary (each record once), so a record
     reaches the sink after sd(i, SA_q) slots. ``on_group(q)`` fires when the sink of component
-    q holds all M_q records. With ``reliable`` every hop is acknowledged and repeated after
-    ``timeout`` until acknowledged.
+    q holds all M_q records. With a ``timer`` (reliable mode) every hop travels on a
+    :class:`~netsim.transport.Transport` (acknowledged, repeated on RFC 6298 timers, delivered once).
 
     Crashes (``docs/faults.md``): the participants are the agents up at the round's start. The
     sink waits for the record of every participant whose whole path to the sink is up at the
@@ -53,23 +60,22 @@ class SinkTree:
     forgets what it was relaying.
     """
 
-    def __init__(self, network, prefix: str, *, graph: nx.Graph, groups: Sequence[Sequence[int]],
-                 sinks: Sequence[int], reliable: bool, timeout: float, up: np.ndarray,
+    def __init__(self, sim: Any, prefix: str, *, graph: nx.Graph, groups: Sequence[Sequence[int]],
+                 sinks: Sequence[int], timer: RetransmitTimer | None, up: np.ndarray,
                  on_group: Callable[[int], None]):
-        self.network = network
-        self.kind, self.ack = f"{prefix}-hop", f"{prefix}-ack"
+        self.network = network = sim.network
+        self.kind = f"{prefix}-hop"
         self.groups = [list(g) for g in groups]
         self.sinks = list(sinks)
         self._sink_set = set(self.sinks)
-        self.reliable = reliable
-        self.timeout = timeout
         self.up = up
         self.on_group = on_group
         self.tag = 0
         self.active = False
         self._outbox: dict[int, dict[int, np.ndarray]] = {}
         self._forwarded: dict[int, set[int]] = {}
-        self._unacked: dict[int, dict[int, list]] = {}
+        # plain messages when nothing can be lost (paper mode), acknowledged ones otherwise
+        self.transport = Transport(sim, self.kind, self._on_hops, timer=timer, up=up, reliable=timer is not None)
         self.parent = np.full(network.num_agents, -1)
         self.children: list[list[int]] = [[] for _ in range(network.num_agents)]
         self.group_of = np.zeros(network.num_agents, dtype=np.int64)
@@ -79,8 +85,29 @@ class SinkTree:
                 for child, par in nx.bfs_predecessors(graph.subgraph(members), sink):
                     self.parent[child] = par
                     self.children[par].append(child)
-        network.subscribe(self.kind, self._on_hop)
-        network.subscribe(self.ack, self._on_ack)
+
+    @property
+    def retries(self) -> int:
+        """Hops sent again because their acknowledgement was overdue."""
+        return self.transport.counts["retransmitted"]
+
+    def corruptible(self, corrupt: Callable[..., tuple[Any, int]]) -> None:
+        """Give the engine the corruption rule of the hop payloads (through the transport's wire format)."""
+        self.transport.corruptible(corrupt)
+
+    @staticmethod
+    def rewrite_hop(payload: tuple, lie: Lie) -> tuple:
+        """The corruption rule of a hop (``netsim.corruption.rewriting``): the lie applies to the private
+        means it carries; a byzantine sender lies about its own record only unless ``lie.relay``."""
+        tag, keys, values = payload
+        if lie.relay:
+            return tag, keys, lie(values)
+        own = np.asarray(keys) == lie.sender
+        if not own.any():
+            return payload
+        lied = np.array(values, dtype=float)
+        lied[own] = lie(values[own])
+        return tag, keys, lied
 
     def begin(self, records: np.ndarray, participants: np.ndarray) -> None:
         self.tag += 1
@@ -89,7 +116,8 @@ class SinkTree:
         self.held = {s: {s: records[s]} for s in self.sinks if up[s]}
         self._outbox = {i: {i: records[i]} for i in range(len(records)) if up[i] and i not in self.sinks}
         self._forwarded = {}
-        self._unacked = {}
+        for node in range(len(records)):  # hops of the previous round still unacknowledged are dropped
+            self.transport.cancel(node)
         self.waiting: list[set[int]] = []
         self._done = [False] * len(self.groups)
         for sink in self.sinks:
@@ -131,7 +159,7 @@ class SinkTree:
         if state == "lost":
             self._outbox.pop(node, None)
             self._forwarded.pop(node, None)
-            self._unacked.pop(node, None)
+            self.transport.forget(node)
 
     def _check(self, q: int) -> None:
         sink = self.sinks[q]
@@ -147,30 +175,21 @@ class SinkTree:
                 self._outbox[node] = outbox[node]
                 continue
             self._send(node, outbox[node])
-            if self.reliable:
-                self._unacked.setdefault(node, {}).update({k: [v, now] for k, v in outbox[node].items()})
-        if self.reliable:
-            for node, pending in self._unacked.items():
-                if not up[node]:
-                    continue
-                late = {k: v for k, v in pending.items() if now - v[1] >= self.timeout}
-                if late:
-                    self._send(node, {k: v[0] for k, v in late.items()})
-                    for k in late:
-                        pending[k][1] = now
 
     def _send(self, node: int, batch: dict[int, np.ndarray]) -> None:
         keys = tuple(sorted(batch))
-        self.network.send(node, int(self.parent[node]), self.kind, (self.tag, keys, np.array([batch[k] for k in keys])),
-                          size=len(keys))
+        payload = (self.tag, keys, np.array([batch[k] for k in keys]))
+        self.transport.send(node, int(self.parent[node]), payload, size=len(keys))
+
+    def _on_hops(self, messages: list[Message]) -> None:
+        for message in messages:
+            self._on_hop(message)
 
     def _on_hop(self, message: Message) -> None:
         tag, keys, values = message.payload
         if tag != self.tag:
             return
         node = message.dst
-        if self.reliable:
-            self.network.send(node, message.src, self.ack, (tag, keys))
         if node in self._sink_set:  # a sink that is out of this round (it was down) keeps nothing
             if node not in self.held:
                 return
@@ -185,10 +204,3 @@ class SinkTree:
             if k not in forwarded:
                 forwarded.add(k)
                 box[k] = v
-
-    def _on_ack(self, message: Message) -> None:
-        tag, keys = message.payload
-        pending = self._unacked.get(message.dst)
-        if tag == self.tag and pending:
-            for k in keys:
-                pending.pop(k, None)

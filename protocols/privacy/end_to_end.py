@@ -194,7 +194,7 @@ def _cdp(params: Mapping[str, Any], trials: int, rng: np.random.Generator, neigh
         released = np.full(agents, np.nan)
         for message in spy.messages("send", "cdp-upload"):
             if np.isnan(released[message.src]):
-                released[message.src] = message.payload[1][0][0]
+                released[message.src] = message.payload[2][0][0]  # (tag, answers, (ybar_i, n_i))
         if np.isnan(released).any():
             raise RuntimeError("an agent uploaded nothing within the horizon; accepted: a longer horizon")
         return laplace_loss(released, 0.0, 1.0 / plan.pulls, plan.noise_scale)
