@@ -51,6 +51,17 @@ about bandits.
       are gone, its numbers go on in a new incarnation (``incarnation << 32``, as
       :class:`netsim.sequencing.Sequencer`), and what it had received is forgotten.
 
+    * ``acknowledge=False`` is a request whose answer is another message (a call answered by an
+      upload): the receiver sends no acknowledgement, and the request stays outstanding, retransmitted
+      on the timer, until the owner reports the answer with :meth:`Transport.answered` (which counts
+      as the acknowledgement: Karn's rule, (5.2)-(5.3)), cancels it, or it is given up. Retransmitted
+      copies are still handed over once, so the receiver's owner answers each request once (its
+      answer travels on a transport of its own);
+    * ``reliable=False`` is the same interface over plain datagrams (``network.send``, the owner's
+      payloads as they are, no numbers, no acknowledgements, nothing retransmitted): for a run in
+      which no message can be lost (:func:`can_lose`), so that paper mode sends exactly what the
+      paper's algorithm sends, and the owner's code is the same in both.
+
     The wire payload is ``(seq, low, payload)``; the owner's handler receives :class:`Message` objects
     whose ``payload`` is the owner's own. A byzantine sender or a corrupting link rewrites the
     owner's payload through the corruptor given to :meth:`Transport.corruptible` (acknowledgements
@@ -58,6 +69,10 @@ about bandits.
 
 Timers cost no SimPy process: the transport keeps a heap of deadlines and one engine callback
 (``sim.call_at``) armed for the earliest.
+
+Protocols that expose the timer's bounds as scenario keys use :data:`TIMER_FIELDS` (``rto_initial``,
+``rto_min``, ``rto_max``, in clock periods) with :func:`check_timer` (bad input, before any trial)
+and :func:`timer_from` (the :class:`RetransmitTimer` of a run).
 """
 
 from __future__ import annotations
@@ -69,7 +84,9 @@ from typing import Any
 
 import numpy as np
 
-from netsim.errors import ProtocolError
+from netsim import faults as F
+from netsim import params as P
+from netsim.errors import InputError, ProtocolError
 from netsim.messages import Corruptor, Message
 
 ALPHA = 1.0 / 8.0   # RFC 6298 (2.3)
@@ -130,6 +147,46 @@ class RetransmitTimer:
         self._rttvar.pop(key, None)
 
 
+#: the scenario keys of a protocol's retransmission timer, in clock periods (RFC 6298: 1 s initial and
+#: minimum, at least 60 s maximum; netsim reads "second" as "clock period" and starts at 3, RFC 2988's value)
+TIMER_FIELDS: dict[str, P.Field] = {
+    "rto_initial": P.real(3.0, low=0.0, low_open=True,
+                          doc="retransmission timeout before the first round-trip measurement, in clock periods "
+                              "(RFC 6298 (2.1))"),
+    "rto_min": P.real(1.0, low=0.0, low_open=True,
+                      doc="lower bound of every retransmission timeout and clock granularity G, in clock periods "
+                          "(RFC 6298 (2.4))"),
+    "rto_max": P.real(64.0, low=0.0, low_open=True,
+                      doc="upper bound of every (backed-off) retransmission timeout, in clock periods "
+                          "(RFC 6298 (2.5))"),
+}
+
+
+def check_timer(params: Any) -> None:
+    """Refuse ``[protocol]`` timer keys (:data:`TIMER_FIELDS`) out of order, naming the key."""
+    low, initial, high = params["rto_min"], params["rto_initial"], params["rto_max"]
+    if not low <= initial <= high:
+        key = "protocol.rto_initial" if low <= high else "protocol.rto_max"
+        raise InputError(f"rto_min = {low:g}, rto_initial = {initial:g}, rto_max = {high:g}; accepted: "
+                         "rto_min <= rto_initial <= rto_max", key=key)
+
+
+def timer_from(params: Any, period: float) -> RetransmitTimer:
+    """The :class:`RetransmitTimer` of :data:`TIMER_FIELDS` ``params``, in units of ``period``."""
+    return RetransmitTimer(initial=params["rto_initial"] * period, minimum=params["rto_min"] * period,
+                           maximum=params["rto_max"] * period)
+
+
+def can_lose(scenario: Any) -> bool:
+    """Whether a message of ``scenario`` can be lost: link loss, link outages or node crashes.
+
+    Duplication and reordering lose nothing, and delays only delay.
+    """
+    network = scenario.network
+    lossy = network["loss"] > 0 or any((link.get("loss") or 0) > 0 for link in network["links"])
+    return lossy or bool({"link_down", "crash"} & set(F.kinds(scenario.faults)))
+
+
 #: what :attr:`Transport.counts` counts
 TRANSPORT_COUNTS = ("sent", "retransmitted", "acknowledged", "duplicates", "abandoned")
 
@@ -164,17 +221,27 @@ class Transport:
         ``on_give_up(src, dst, payload)`` for every message given up.
     up:
         Boolean array over nodes, true while a node runs (``sim.faults.up``); ``None``: always up.
+    acknowledge:
+        ``False``: the receiver sends no acknowledgement; a message stays outstanding until the owner
+        calls :meth:`answered` (a request answered by another message), cancels it or gives it up.
+    reliable:
+        ``False``: plain datagrams with the same interface (no numbers, acknowledgements or
+        retransmissions; ``timer`` may be ``None``), for runs in which nothing can be lost.
     """
 
-    def __init__(self, sim: Any, kind: str, handler: Callable[[list[Message]], None], *, timer: RetransmitTimer,
-                 attempts: int | None = None, on_give_up: Callable[[int, int, Any], None] | None = None,
-                 up: np.ndarray | None = None):
+    def __init__(self, sim: Any, kind: str, handler: Callable[[list[Message]], None], *,
+                 timer: RetransmitTimer | None, attempts: int | None = None,
+                 on_give_up: Callable[[int, int, Any], None] | None = None, up: np.ndarray | None = None,
+                 acknowledge: bool = True, reliable: bool = True):
         if attempts is not None and attempts < 1:
             raise ValueError(f"attempts = {attempts!r}; accepted: an integer >= 1 or None")
+        if reliable and timer is None:
+            raise ValueError("a reliable transport needs a RetransmitTimer")
         self.sim, self.network = sim, sim.network
         self.kind, self.ack_kind = kind, f"{kind}-ack"
         self.handler, self.timer = handler, timer
         self.attempts, self.on_give_up, self.up = attempts, on_give_up, up
+        self.acknowledge, self.reliable = acknowledge, reliable
         self.counts = dict.fromkeys(TRANSPORT_COUNTS, 0)
         self._next: dict[tuple[int, int], int] = {}                    # (src, dst) -> next sequence number
         self._outstanding: dict[tuple[int, int], dict[int, _Pending]] = {}
@@ -185,12 +252,21 @@ class Transport:
         self._deadlines: list[tuple[float, int, int, int]] = []        # (deadline, token, src, dst)
         self._armed = math.inf
         self._tokens = 0
+        if not reliable:
+            self.network.subscribe_batch(kind, handler)
+            return
         self.network.subscribe_batch(kind, self._on_data)
-        self.network.subscribe_batch(self.ack_kind, self._on_ack)
+        if acknowledge:
+            self.network.subscribe_batch(self.ack_kind, self._on_ack)
 
     # ------------------------------------------------------------------ sending
     def send(self, src: int, dst: int, payload: Any, *, size: int = 1) -> int:
-        """Send ``payload`` from ``src`` to ``dst`` until acknowledged; returns its sequence number."""
+        """Send ``payload`` from ``src`` to ``dst`` until acknowledged; returns its sequence number
+        (``-1`` for a datagram: ``reliable=False``)."""
+        if not self.reliable:
+            self.counts["sent"] += 1
+            self.network.send(src, dst, self.kind, payload, size=size)
+            return -1
         pair = (src, dst)
         seq = self._next.get(pair, 0)
         self._next[pair] = seq + 1
@@ -222,6 +298,16 @@ class Transport:
                 self._stop(pair)
         return dropped
 
+    def answered(self, src: int, dst: int, seq: int) -> bool:
+        """The answer to message ``seq`` of ``src`` -> ``dst`` arrived: it counts as its acknowledgement.
+
+        For ``acknowledge=False`` (a request answered by another message); a round-trip sample if the
+        request was never retransmitted (Karn's rule). Returns whether ``seq`` was still outstanding.
+        """
+        if not self.reliable:
+            return False
+        return self._acknowledged((src, dst), (seq,), self.sim.now)
+
     def forget(self, node: int) -> None:
         """``node`` lost its state: nothing outstanding, a new incarnation of its numbers, nothing received."""
         for pair in [p for p in self._outstanding if p[0] == node]:
@@ -233,6 +319,9 @@ class Transport:
 
     def corruptible(self, corruptor: Corruptor | Callable[..., tuple[Any, int]]) -> None:
         """Declare how the owner's payloads are corrupted (``network.corruptible`` for the wire format)."""
+        if not self.reliable:
+            self.network.corruptible(self.kind, corruptor)
+            return
 
         def on_wire(wire: tuple[int, int, Any], **how: Any) -> tuple[Any, int]:
             seq, low, payload = wire
@@ -317,8 +406,9 @@ class Transport:
                 fresh.append(msg._replace(payload=payload))
             else:
                 self.counts["duplicates"] += 1
-        for (node, src), seqs in acks.items():
-            self.network.send(node, src, self.ack_kind, tuple(seqs))
+        if self.acknowledge:
+            for (node, src), seqs in acks.items():
+                self.network.send(node, src, self.ack_kind, tuple(seqs))
         if fresh:
             self.handler(fresh)
 
@@ -349,23 +439,27 @@ class Transport:
     def _on_ack(self, messages: list[Message]) -> None:
         now = self.sim.now
         for msg in messages:
-            pair = (msg.dst, msg.src)
-            queue = self._outstanding.get(pair)
-            if not queue:
-                continue
-            new = False
-            for seq in msg.payload:
-                pending = queue.pop(seq, None)
-                if pending is None:
-                    continue  # a copy of an acknowledgement, or of a cancelled message
-                new = True
-                self.counts["acknowledged"] += 1
-                if pending.attempts == 0:                              # Karn's rule
-                    self.timer.sample(pair, now - pending.first_sent)
-                    self._backoff.pop(pair, None)                      # a valid measurement ends the backoff
-            if not new:
-                continue
-            if queue:
-                self._start(pair)                                      # (5.3)
-            else:
-                self._stop(pair)                                       # (5.2)
+            self._acknowledged((msg.dst, msg.src), msg.payload, now)
+
+    def _acknowledged(self, pair: tuple[int, int], seqs: Any, now: float) -> bool:
+        """Numbers ``seqs`` of ``pair`` are acknowledged: sample (Karn), then restart or stop the timer."""
+        queue = self._outstanding.get(pair)
+        if not queue:
+            return False
+        new = False
+        for seq in seqs:
+            pending = queue.pop(seq, None)
+            if pending is None:
+                continue  # a copy of an acknowledgement, or of a cancelled message
+            new = True
+            self.counts["acknowledged"] += 1
+            if pending.attempts == 0:                                  # Karn's rule
+                self.timer.sample(pair, now - pending.first_sent)
+                self._backoff.pop(pair, None)                          # a valid measurement ends the backoff
+        if not new:
+            return False
+        if queue:
+            self._start(pair)                                          # (5.3)
+        else:
+            self._stop(pair)                                           # (5.2)
+        return True

@@ -142,6 +142,84 @@ def test_receiver_memory_follows_the_senders_low_water_mark():
     assert t._floor[(1, 0)] == 40 and not t._above[(1, 0)]
 
 
+class Asker(Protocol):
+    """Test protocol: agent 0 asks agent 1 ``count`` questions (one per tick) on a transport without
+    acknowledgements; agent 1 answers each on a transport of its own; the answer acknowledges the question."""
+
+    name = "test-transport-asker"
+    servers = None
+    fields = {"count": P.integer(5, low=0), "reliable": P.boolean(True)}
+
+    def start(self):
+        sim = self.sim
+        self.timer = RetransmitTimer(initial=3.0, minimum=0.5, maximum=50.0)
+        reliable = self.params["reliable"]
+        self.questions = Transport(sim, "question", self._on_question, timer=self.timer, acknowledge=False,
+                                   reliable=reliable)
+        self.answers = Transport(sim, "answer", self._on_answer, timer=self.timer, reliable=reliable)
+        self.asked: dict[int, int] = {}          # question payload -> its sequence number
+        self.heard: list[int] = []               # questions agent 1 was handed (each must come once)
+        self.answered_at: dict[int, float] = {}
+        self.sent = 0
+        sim.every(1.0, self._tick)
+
+    def _tick(self, now):
+        if self.sent < self.params["count"]:
+            self.asked[self.sent] = self.questions.send(0, 1, self.sent)
+            self.sent += 1
+
+    def _on_question(self, messages):
+        for m in messages:
+            self.heard.append(m.payload)
+            self.answers.send(1, 0, m.payload)
+
+    def _on_answer(self, messages):
+        for m in messages:
+            self.answered_at.setdefault(m.payload, self.sim.now)
+            self.questions.answered(0, 1, self.asked[m.payload])
+
+
+protocols._items.setdefault(Asker.name, Asker)
+
+
+def _ask(params, faults=None, *, loss=0.0, delay=1.0, seed=3, horizon=300.0):
+    network = {"topology": "path", "agents": 2, "loss": loss,
+               "delay": delay if isinstance(delay, dict) else {"model": "constant", "value": delay}}
+    doc = scenario_dict(protocol={"name": Asker.name, **params}, network=network,
+                        run={"horizon": horizon, "checkpoints": 2, "seed": seed})
+    if faults is not None:
+        doc["faults"] = faults
+    sim = Simulation(S.from_dict(doc), trial_sequence(seed, 0))
+    return sim.protocol, sim.run().row
+
+
+def test_a_question_is_acknowledged_by_its_answer():
+    proto, row = _ask({"count": 3})
+    # asked at 0, 1, 2 over unit delays, answered two periods later; the answer is the only acknowledgement
+    assert proto.answered_at == {0: 2.0, 1: 3.0, 2: 4.0} and proto.heard == [0, 1, 2]
+    assert "sent_question-ack" not in row and row["sent_answer-ack"] == 3
+    assert proto.timer.srtt((0, 1)) == pytest.approx(2.0) and proto.questions.outstanding() == 0
+    assert proto.questions.counts["retransmitted"] == 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_questions_are_repeated_until_answered_and_handed_over_once(seed):
+    faults = {"duplication": 0.3, "reorder": 0.2}
+    proto, _ = _ask({"count": 40}, faults, loss=0.4, delay={"model": "exponential", "mean": 1.0}, seed=seed,
+                    horizon=3000.0)
+    assert sorted(proto.heard) == list(range(40))                   # each question reached its owner once
+    assert sorted(proto.answered_at) == list(range(40))
+    assert proto.questions.outstanding() == 0 and proto.answers.outstanding() == 0
+    assert proto.questions.counts["retransmitted"] > 0              # a lost answer made the question repeat
+
+
+def test_datagram_mode_sends_the_owners_payloads_and_nothing_else():
+    proto, row = _ask({"count": 3, "reliable": False})
+    assert proto.heard == [0, 1, 2] and proto.answered_at == {0: 2.0, 1: 3.0, 2: 4.0}
+    assert row["sent_question"] == 3 and row["sent_answer"] == 3 and row["messages_sent"] == 6
+    assert proto.asked == {0: -1, 1: -1, 2: -1}                    # no sequence numbers
+
+
 def test_lie_replaces_values_by_draws_of_q():
     q = Distribution("constant", {"value": 7.0})
     lie = Lie(rng=np.random.default_rng(0), probability=1.0, q=q, sender=0, relay=False)
