@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from netsim import params as P
+from netsim.transport import TIMER_FIELDS
 from protocols.privacy.gaussian_tree import FedUCBCalibration
 
 MODES = ("mlogt", "m1.5", "mt")
@@ -83,8 +84,11 @@ class LinUCBState:
         if self.shift_w:
             self.w_inv[rows] = fresh.w_inv
 
-    def choose(self, contexts: np.ndarray, beta: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        """Alg. 1 lines 6-8: argmax over the K contexts (rows x K x d) of <x, theta_hat> + beta ||x||_{V^-1}."""
+    def choose(self, contexts: np.ndarray, beta: np.ndarray, rows: np.ndarray | slice | None = None) -> np.ndarray:
+        """Alg. 1 lines 6-8: argmax over the K contexts (rows x K x d) of <x, theta_hat> + beta ||x||_{V^-1}.
+
+        ``rows``: the learners (an index array or a slice; ``None``: all).
+        """
         sel = slice(None) if rows is None else rows
         v_inv = self.v_inv[sel]
         theta = np.matmul(v_inv, self.u_tilde[sel][:, :, None])  # (A, d, 1)
@@ -154,6 +158,10 @@ FIELDS = {
     "communication": P.choice(MODES, "mlogt", doc="Experiment 2 mode: m1.5, mlogt or mt (sets D)"),
     "threshold": P.either(P.choice(("auto",)), P.real(low=0.0), default="auto",
                           doc="explicit synchronisation threshold D >= 0 (overrides communication)"),
+    **TIMER_FIELDS,
+    "give_up": P.integer(4, low=1, doc="requests of one synchronisation exchange without an answer after which the "
+                                       "silent agents are suspected down and not waited for (feducb: calls of a round; "
+                                       "feducb-p2p: requests of an estimator)"),
 }
 
 
