@@ -166,7 +166,7 @@ def check_timer(params: Any) -> None:
     """Refuse ``[protocol]`` timer keys (:data:`TIMER_FIELDS`) out of order, naming the key."""
     low, initial, high = params["rto_min"], params["rto_initial"], params["rto_max"]
     if not low <= initial <= high:
-        key = "protocol.rto_initial" if low <= high else "protocol.rto_max"
+        key = "protocol.rto_min" if low > initial else "protocol.rto_max"
         raise InputError(f"rto_min = {low:g}, rto_initial = {initial:g}, rto_max = {high:g}; accepted: "
                          "rto_min <= rto_initial <= rto_max", key=key)
 

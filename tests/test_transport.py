@@ -259,3 +259,21 @@ def test_an_adversary_that_would_do_nothing_is_refused(adversary, key):
     with pytest.raises(InputError) as info:
         S.from_dict(doc)
     assert info.value.key == key
+
+
+def test_can_lose_names_what_loses_messages():
+    from netsim.transport import can_lose
+
+    def scenario(network=None, faults=None):
+        doc = scenario_dict(protocol={"name": "ucb1"}, network={"agents": 3, **(network or {})})
+        if faults:
+            doc["faults"] = faults
+        return S.from_dict(doc)
+
+    assert not can_lose(scenario())
+    assert not can_lose(scenario({"delay": {"model": "exponential", "mean": 2.0}}, {"duplication": 0.3,
+                                                                                   "reorder": 0.2}))
+    assert can_lose(scenario({"loss": 0.1}))
+    assert can_lose(scenario({"links": [{"u": 0, "v": 1, "loss": 0.5}]}))
+    assert can_lose(scenario(faults={"link_down_rate": 0.1}))
+    assert can_lose(scenario(faults={"crashes": [{"node": 1, "start": 2.0, "end": 3.0}]}))

@@ -42,7 +42,8 @@ def communication_bound(D: float, *, horizon: int, dimension: int, rho_min: floa
 def sync_trigger(logdet_w: np.ndarray, logdet_s: np.ndarray, dt: np.ndarray, D: float) -> np.ndarray:
     """Alg. 1 line 12: log det(V + x x^T + M(rho_max - rho_min) I) - log det S > D / dt (strict; dt >= 1)."""
     dt = np.asarray(dt, dtype=float)
-    return np.asarray(logdet_w) - np.asarray(logdet_s) > D / dt
+    with np.errstate(invalid="ignore"):  # -inf - -inf: a statistic a lie made singular (no trigger then)
+        return np.asarray(logdet_w) - np.asarray(logdet_s) > D / dt
 
 
 class LinUCBState:
@@ -124,17 +125,25 @@ class LinUCBState:
         self.S[rows] = S
         self.s[rows] = s
         V = S + self.U[rows]
-        self.v_inv[rows] = np.linalg.inv(V)
+        self.v_inv[rows] = _inverse(V)
         self.logdet_v[rows] = np.linalg.slogdet(V)[1]
         self.logdet_s[rows] = np.linalg.slogdet(S)[1]
         self.u_tilde[rows] = s + self.u[rows]
         if self.shift_w:
             W = V + self.shift[rows, None, None] * np.eye(self.d)
-            self.w_inv[rows] = np.linalg.inv(W)
+            self.w_inv[rows] = _inverse(W)
             self.logdet_w[rows] = np.linalg.slogdet(W)[1]
         else:
             self.logdet_w[rows] = self.logdet_v[rows]
         self.dt[rows] = 0
+
+
+def _inverse(V: np.ndarray) -> np.ndarray:
+    """Batched V^-1; the pseudo-inverse where a lie about the statistics made V singular (no honest V is)."""
+    try:
+        return np.linalg.inv(V)
+    except np.linalg.LinAlgError:
+        return np.linalg.pinv(V, hermitian=True)
 
 
 def _rank_one(inv: np.ndarray, logdet: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -142,7 +151,8 @@ def _rank_one(inv: np.ndarray, logdet: np.ndarray, x: np.ndarray) -> tuple[np.nd
     ax = np.einsum("aij,aj->ai", inv, x)
     q = np.einsum("ai,ai->a", x, ax)
     inv = inv - ax[:, :, None] * ax[:, None, :] / (1.0 + q)[:, None, None]
-    return inv, logdet + np.log1p(q)
+    with np.errstate(invalid="ignore"):  # q < -1 only for a V that a lie made indefinite: log det is then nan
+        return inv, logdet + np.log1p(q)
 
 
 FIELDS = {
