@@ -278,6 +278,18 @@ class Transport:
             self._start(pair)
         return seq
 
+    def send_many(self, src: int, dsts: list[int], payload: Any, *, size: int = 1) -> list[int]:
+        """:meth:`send` of one ``payload`` to each of ``dsts``; returns their sequence numbers.
+
+        Datagrams go as one ``network.send_many`` (one queue entry with constant delays: the same
+        messages, draws and delivery order as one send per destination).
+        """
+        if not self.reliable:
+            self.counts["sent"] += len(dsts)
+            self.network.send_many(src, dsts, self.kind, payload, size=size)
+            return [-1] * len(dsts)
+        return [self.send(src, dst, payload, size=size) for dst in dsts]
+
     def outstanding(self, src: int | None = None) -> int:
         """Messages sent and not yet acknowledged (of ``src``, or of every sender)."""
         return sum(len(v) for (s, _), v in self._outstanding.items() if src is None or s == src)

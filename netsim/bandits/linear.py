@@ -87,14 +87,18 @@ def gapped_blocks(rng: np.random.Generator, theta: np.ndarray, count: int, arms:
     values[np.arange(count), best] = rng.uniform(best_band[0], best_band[1], size=count)
     along = values / norm
     radial = np.sqrt(np.maximum(1.0 - along**2, 0.0)) if d > 1 else None
+    width = min(block, count)
+    w_buffer, product = np.empty((width, arms, d)), np.empty((width, arms, d))  # reused by every block
     for start in range(0, count, block):
         part = slice(start, min(start + block, count))
         x = np.multiply(along[part, :, None], direction, out=out[part])
         if radial is not None:
-            w = rng.standard_normal(size=x.shape)
-            w -= (w @ direction)[..., None] * direction
+            n = part.stop - start
+            w, tmp = w_buffer[:n], product[:n]
+            rng.standard_normal(out=w)
+            np.subtract(w, np.multiply((w @ direction)[..., None], direction, out=tmp), out=w)
             length = np.sqrt(np.einsum("akd,akd->ak", w, w))
-            x += (radial[part] / length)[..., None] * w
+            x += np.multiply((radial[part] / length)[..., None], w, out=tmp)
         yield part
 
 

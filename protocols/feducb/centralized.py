@@ -343,7 +343,8 @@ class CentralizedFedUCB(Protocol):
         self.open_round = r = self.completed + 1
         self.uploads = {}
         self.waiting = set(np.flatnonzero(~self.suspected).tolist())
-        self.call_numbers = {agent: self.calls.send(self.server, agent, r) for agent in range(self.sim.num_agents)}
+        agents = list(range(self.sim.num_agents))
+        self.call_numbers = dict(zip(agents, self.calls.send_many(self.server, agents, r), strict=True))
 
     def _on_upload(self, messages: list) -> None:
         for m in messages:
@@ -401,8 +402,8 @@ class CentralizedFedUCB(Protocol):
         self.round_open = False
         self.completed = r
         self.last_sync = (self.completed, S, s)
-        for agent in range(self.sim.num_agents):
-            self._send_sync(agent, self.last_sync)
+        self.syncs.cancel(self.server)  # the new sync replaces every one still outstanding
+        self.syncs.send_many(self.server, list(range(self.sim.num_agents)), self.last_sync, size=self.d * (self.d + 1))
 
     def _send_sync(self, agent: int, sync: tuple[int, np.ndarray, np.ndarray]) -> None:
         self.syncs.cancel(self.server, agent)  # a newer sync replaces one still outstanding
