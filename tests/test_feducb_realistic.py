@@ -145,6 +145,13 @@ def test_jitter_gives_every_agent_its_own_clock():
     assert info.value.key == "clock.jitter"
 
 
+def test_p2p_refuses_a_server_delay():
+    """feducb-p2p has no server node: a server delay would change nothing, so it is refused with one line."""
+    with pytest.raises(InputError) as info:
+        p2p(network={**P2P["network"], "server_delay": {"model": "constant", "value": 2.0}})
+    assert info.value.key == "network.server_delay"
+
+
 # ---------------------------------------------------------------------- the blocked one-clock step
 @pytest.mark.parametrize("contexts", ["gapped", "sphere"])
 @pytest.mark.parametrize("block", [1, 3, 7, 50])

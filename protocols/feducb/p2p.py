@@ -117,6 +117,7 @@ class DecentralizedFedUCB(Protocol):
     bandit_kinds = ("linear",)
     crash_states = ("kept", "lost")
     corruptible = ("feducb-p2p-reply",)
+    relays = True  # LOCAL forwarding: adversary.relay (liars corrupt what they forward) acts
 
     @classmethod
     def check(cls, scenario: Any) -> None:
@@ -126,6 +127,9 @@ class DecentralizedFedUCB(Protocol):
         if scenario.clock["jitter"] > 0:
             raise InputError(f"protocol {cls.name!r} runs every agent on one round-robin trial clock (estimator "
                              "t mod gamma, Sec. 4.2); accepted: clock.jitter = 0", key="clock.jitter")
+        if scenario.network["server_delay"] is not None:  # no server node: the key would change nothing
+            raise InputError(f"protocol {cls.name!r} has no server node, so no server-agent link; accepted: no "
+                             "network.server_delay (network.delay sets the agents' links)", key="network.server_delay")
         check_timer(scenario.protocol)
 
     def start(self) -> None:
