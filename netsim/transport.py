@@ -152,13 +152,13 @@ class RetransmitTimer:
 TIMER_FIELDS: dict[str, P.Field] = {
     "rto_initial": P.real(3.0, low=0.0, low_open=True,
                           doc="retransmission timeout before the first round-trip measurement, in clock periods "
-                              "(RFC 6298 (2.1))"),
+                              "(RFC 6298 (2.1))", label="initial retransmission timeout", unit="periods"),
     "rto_min": P.real(1.0, low=0.0, low_open=True,
                       doc="lower bound of every retransmission timeout and clock granularity G, in clock periods "
-                          "(RFC 6298 (2.4))"),
+                          "(RFC 6298 (2.4))", label="minimum retransmission timeout", unit="periods"),
     "rto_max": P.real(64.0, low=0.0, low_open=True,
                       doc="upper bound of every (backed-off) retransmission timeout, in clock periods "
-                          "(RFC 6298 (2.5))"),
+                          "(RFC 6298 (2.5))", label="maximum retransmission timeout", unit="periods"),
 }
 
 

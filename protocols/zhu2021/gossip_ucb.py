@@ -108,18 +108,29 @@ class GossipUCB(Protocol):
     fields = {
         "mode": P.choice(("paper", "realistic"), "paper",
                          doc="paper: uniform link per tick, instant exchange; realistic: Poisson links, delayed "
-                             "theta and ñ messages"),
+                             "theta and ñ messages", label="mode"),
         "gossip_rate": P.real(1.0, low=0.0, low_open=True,
-                              doc="realistic mode: link activations per unit time over the whole graph"),
+                              doc="realistic mode: link activations per unit time over the whole graph",
+                              label="gossip rate", unit="per slot"),
         "exchange_timeout": P.real(4.0, low=0.0, low_open=True,
-                                   doc="realistic mode: initial timeout of a gossip exchange (then RFC 6298)"),
+                                   doc="realistic mode: initial timeout of a gossip exchange (then RFC 6298)",
+                                   label="exchange timeout", unit="slots"),
     }
     requires_connected = True
     servers = 0
     bandit_kinds = ("bernoulli", "gaussian", "heterogeneous", "csv", "diabetes")
     crash_states = ("kept", "lost")
-    columns = ("lambda2", "epsilon_spent", "noise_terms", "gossip_exchanges", "ntilde_reads", "forced_pulls",
-               "late_best_fraction", *(f"exchanges_{k}" for k in EXCHANGE_COUNTS))
+    columns = {
+        "lambda2": P.column("λ2 of the gossip matrix", doc="second eigenvalue of the expected gossip matrix"),
+        "epsilon_spent": P.column("privacy loss spent ε", doc="privacy loss of an agent's stream"),
+        "noise_terms": P.column("Laplace draws", doc="noise terms drawn"),
+        "gossip_exchanges": P.column("gossip exchanges", doc="completed gossip exchanges"),
+        "ntilde_reads": P.column("ñ reads", doc="reads of the neighbours' pull counts ñ"),
+        "forced_pulls": P.column("forced pulls", doc="pulls forced by the exploration rule"),
+        "late_best_fraction": P.column("late best-arm share", doc="share of the second half's pulls on the best arm"),
+        **{f"exchanges_{k}": P.column(f"exchanges {k}", doc=f"gossip exchanges {k} (realistic mode)")
+           for k in EXCHANGE_COUNTS},
+    }
 
     @classmethod
     def check(cls, scenario: Any) -> None:
@@ -329,7 +340,8 @@ class FedUCB(GossipUCB):
     fields = {
         **GossipUCB.fields,
         "epsilon": P.real(1.0, low=0.0, low_open=True, allow_inf=True,
-                          doc="total privacy level eps of each agent's stream (inf: no noise, = Gossip_UCB)"),
+                          doc="total privacy level eps of each agent's stream (inf: no noise, = Gossip_UCB)",
+                          label="privacy level ε", unit=""),
     }
 
     def epsilon(self) -> float:
