@@ -42,8 +42,11 @@ def communication_bound(D: float, *, horizon: int, dimension: int, rho_min: floa
 def sync_trigger(logdet_w: np.ndarray, logdet_s: np.ndarray, dt: np.ndarray, D: float) -> np.ndarray:
     """Alg. 1 line 12: log det(V + x x^T + M(rho_max - rho_min) I) - log det S > D / dt (strict; dt >= 1)."""
     dt = np.asarray(dt, dtype=float)
+    logdet_w, logdet_s = np.asarray(logdet_w), np.asarray(logdet_s)
+    if np.isfinite(logdet_s).all():
+        return logdet_w - logdet_s > D / dt
     with np.errstate(invalid="ignore"):  # -inf - -inf: a statistic a lie made singular (no trigger then)
-        return np.asarray(logdet_w) - np.asarray(logdet_s) > D / dt
+        return logdet_w - logdet_s > D / dt
 
 
 class LinUCBState:
@@ -151,7 +154,9 @@ def _rank_one(inv: np.ndarray, logdet: np.ndarray, x: np.ndarray) -> tuple[np.nd
     ax = np.einsum("aij,aj->ai", inv, x)
     q = np.einsum("ai,ai->a", x, ax)
     inv = inv - ax[:, :, None] * ax[:, None, :] / (1.0 + q)[:, None, None]
-    with np.errstate(invalid="ignore"):  # q < -1 only for a V that a lie made indefinite: log det is then nan
+    if q.min(initial=0.0) > -1.0:
+        return inv, logdet + np.log1p(q)
+    with np.errstate(invalid="ignore"):  # q <= -1 only for a V that a lie made indefinite: log det is then nan
         return inv, logdet + np.log1p(q)
 
 
