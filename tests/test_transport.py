@@ -45,8 +45,10 @@ class Sender(Protocol):
     name = "test-transport-sender"
     servers = None
     crash_states = ("kept", "lost")
-    fields = {"count": P.integer(5, low=0), "attempts": P.integer(0, low=0), "initial": P.real(3.0, low=0.0),
-              "every": P.real(1.0, low=0.0, low_open=True), "maximum": P.real(1e6, low=1.0)}
+    fields = {"count": P.integer(5, low=0, label="messages"), "attempts": P.integer(0, low=0, label="attempts"),
+              "initial": P.real(3.0, low=0.0, label="initial timeout", unit="time"),
+              "every": P.real(1.0, low=0.0, low_open=True, label="send period", unit="time"),
+              "maximum": P.real(1e6, low=1.0, label="maximum timeout", unit="time")}
 
     def start(self):
         sim = self.sim
@@ -148,7 +150,7 @@ class Asker(Protocol):
 
     name = "test-transport-asker"
     servers = None
-    fields = {"count": P.integer(5, low=0), "reliable": P.boolean(True)}
+    fields = {"count": P.integer(5, low=0, label="questions"), "reliable": P.boolean(True, label="reliable")}
 
     def start(self):
         sim = self.sim
