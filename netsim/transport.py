@@ -178,7 +178,7 @@ def check_timer(params: Any) -> None:
     """Refuse ``[protocol]`` timer keys (:data:`TIMER_FIELDS`) out of order, naming the key."""
     low, initial, high = params["rto_min"], params["rto_initial"], params["rto_max"]
     if not low <= initial <= high:
-        key = "protocol.rto_initial" if low <= high else "protocol.rto_max"
+        key = "protocol.rto_min" if low > initial else "protocol.rto_max"
         raise InputError(f"rto_min = {low:g}, rto_initial = {initial:g}, rto_max = {high:g}; accepted: "
                          "rto_min <= rto_initial <= rto_max", key=key)
 
@@ -338,6 +338,18 @@ class Transport:
         if not self._timers.running(pair):                             # (5.1): start the timer if not running
             self._start(pair)
         return seq
+
+    def send_many(self, src: int, dsts: list[int], payload: Any, *, size: int = 1) -> list[int]:
+        """:meth:`send` of one ``payload`` to each of ``dsts``; returns their sequence numbers.
+
+        Datagrams go as one ``network.send_many`` (one queue entry with constant delays: the same
+        messages, draws and delivery order as one send per destination).
+        """
+        if not self.reliable:
+            self.counts["sent"] += len(dsts)
+            self.network.send_many(src, dsts, self.kind, payload, size=size)
+            return [-1] * len(dsts)
+        return [self.send(src, dst, payload, size=size) for dst in dsts]
 
     def outstanding(self, src: int | None = None) -> int:
         """Messages sent and not yet acknowledged (of ``src``, or of every sender)."""

@@ -70,9 +70,9 @@ def test_reordered_older_reply_never_overwrites_a_newer_one():
     seen = []
     original = proto._store
 
-    def spy(dst, origin, g, seq, gram, vec):
+    def spy(dst, origin, g, seq, created, gram, vec):
         before = proto.table_seq.copy()
-        original(dst, origin, g, seq, gram, vec)
+        original(dst, origin, g, seq, created, gram, vec)
         seen.append(bool((proto.table_seq >= before).all()))
 
     proto._store = spy

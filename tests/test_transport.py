@@ -45,8 +45,10 @@ class Sender(Protocol):
     name = "test-transport-sender"
     servers = None
     crash_states = ("kept", "lost")
-    fields = {"count": P.integer(5, low=0), "attempts": P.integer(0, low=0), "initial": P.real(3.0, low=0.0),
-              "every": P.real(1.0, low=0.0, low_open=True), "maximum": P.real(1e6, low=1.0)}
+    fields = {"count": P.integer(5, low=0, label="messages"), "attempts": P.integer(0, low=0, label="attempts"),
+              "initial": P.real(3.0, low=0.0, label="initial timeout", unit="time"),
+              "every": P.real(1.0, low=0.0, low_open=True, label="send period", unit="time"),
+              "maximum": P.real(1e6, low=1.0, label="maximum timeout", unit="time")}
 
     def start(self):
         sim = self.sim
@@ -148,7 +150,7 @@ class Asker(Protocol):
 
     name = "test-transport-asker"
     servers = None
-    fields = {"count": P.integer(5, low=0), "reliable": P.boolean(True)}
+    fields = {"count": P.integer(5, low=0, label="questions"), "reliable": P.boolean(True, label="reliable")}
 
     def start(self):
         sim = self.sim
@@ -259,3 +261,21 @@ def test_an_adversary_that_would_do_nothing_is_refused(adversary, key):
     with pytest.raises(InputError) as info:
         S.from_dict(doc)
     assert info.value.key == key
+
+
+def test_can_lose_names_what_loses_messages():
+    from netsim.transport import can_lose
+
+    def scenario(network=None, faults=None):
+        doc = scenario_dict(protocol={"name": "ucb1"}, network={"agents": 3, **(network or {})})
+        if faults:
+            doc["faults"] = faults
+        return S.from_dict(doc)
+
+    assert not can_lose(scenario())
+    assert not can_lose(scenario({"delay": {"model": "exponential", "mean": 2.0}}, {"duplication": 0.3,
+                                                                                   "reorder": 0.2}))
+    assert can_lose(scenario({"loss": 0.1}))
+    assert can_lose(scenario({"links": [{"u": 0, "v": 1, "loss": 0.5}]}))
+    assert can_lose(scenario(faults={"link_down_rate": 0.1}))
+    assert can_lose(scenario(faults={"crashes": [{"node": 1, "start": 2.0, "end": 3.0}]}))

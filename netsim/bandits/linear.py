@@ -26,7 +26,7 @@ orthogonal direction and ||x|| = v / |theta| <= 1.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -64,6 +64,21 @@ def gapped_contexts(rng: np.random.Generator, theta: np.ndarray, count: int, arm
     Row ``best`` (uniform over the K rows, independently per set) gets a value U[best_band],
     every other row U[band]; see the module docstring for the construction.
     """
+    out = np.empty((count, arms, len(theta)))
+    for _ in gapped_blocks(rng, theta, count, arms, band, best_band, block=max(count, 1), out=out):
+        pass
+    return out
+
+
+def gapped_blocks(rng: np.random.Generator, theta: np.ndarray, count: int, arms: int, band: tuple[float, float],
+                  best_band: tuple[float, float], *, block: int, out: np.ndarray) -> Iterator[slice]:
+    """:func:`gapped_contexts` written into ``out`` ``block`` decision sets at a time (yields each block's slice).
+
+    The same draws in the same order whatever ``block``: every set's values first, then the normals
+    of the orthogonal parts block after block (a generator's normals are one sequence however they
+    are split), and the same arithmetic per element, so the contexts are bit-identical. A caller
+    that uses each block as it is yielded works on data still in the CPU cache.
+    """
     d = len(theta)
     norm = float(np.linalg.norm(theta))
     direction = theta / norm
@@ -71,13 +86,20 @@ def gapped_contexts(rng: np.random.Generator, theta: np.ndarray, count: int, arm
     best = rng.integers(arms, size=count)
     values[np.arange(count), best] = rng.uniform(best_band[0], best_band[1], size=count)
     along = values / norm
-    x = along[..., None] * direction
-    if d > 1:
-        w = rng.standard_normal(size=(count, arms, d))
-        w -= (w @ direction)[..., None] * direction
-        length = np.sqrt(np.einsum("akd,akd->ak", w, w))
-        x += (np.sqrt(np.maximum(1.0 - along**2, 0.0)) / length)[..., None] * w
-    return x
+    radial = np.sqrt(np.maximum(1.0 - along**2, 0.0)) if d > 1 else None
+    width = min(block, count)
+    w_buffer, product = np.empty((width, arms, d)), np.empty((width, arms, d))  # reused by every block
+    for start in range(0, count, block):
+        part = slice(start, min(start + block, count))
+        x = np.multiply(along[part, :, None], direction, out=out[part])
+        if radial is not None:
+            n = part.stop - start
+            w, tmp = w_buffer[:n], product[:n]
+            rng.standard_normal(out=w)
+            np.subtract(w, np.multiply((w @ direction)[..., None], direction, out=tmp), out=w)
+            length = np.sqrt(np.einsum("akd,akd->ak", w, w))
+            x += np.multiply((radial[part] / length)[..., None], w, out=tmp)
+        yield part
 
 
 @bandits.register("linear")
@@ -125,25 +147,51 @@ class LinearBandit(BanditEnvironment):
         else:
             self.theta = unit_ball(streams.for_("means"), self.dimension)
         self._context_rng = streams.for_("contexts")
-        self.current = np.zeros((num_agents, options["arms"], self.dimension))
         self._values = np.zeros((num_agents, options["arms"]))
+        self._buffer_x = np.empty((0, options["arms"], self.dimension))
         # Placeholder so that num_arms works before the first observation.
         self.local_means = np.zeros((num_agents, options["arms"]))
-
-    def _draw(self, count: int) -> np.ndarray:
-        if self.options.get("contexts") == "gapped":
-            return gapped_contexts(self._context_rng, self.theta, count, self.options["arms"],
-                                   self.options["band"], self.options["best_band"])
-        x = self._context_rng.normal(size=(count, self.options["arms"], self.dimension))
-        return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
     def observe(self, agents: np.ndarray) -> np.ndarray:
         """Draw and return the contexts (len(agents) x K x d) of the next trial of ``agents``."""
         agents = np.asarray(agents, dtype=np.int64)
-        x = self._draw(len(agents))
-        self.current[agents] = x
-        self._values[agents] = x @ self.theta
-        return x
+        out = np.empty((len(agents), self.options["arms"], self.dimension))
+        for _ in self._fill(agents, out, max(len(agents), 1)):
+            pass
+        return out
+
+    def observe_blocks(self, agents: np.ndarray, block: int) -> Iterator[tuple[slice, np.ndarray]]:
+        """:meth:`observe` of ``agents`` handed over ``block`` agents at a time, as it is drawn.
+
+        Yields ``(part, contexts)``: the slice of ``agents`` and their contexts (a view of a buffer
+        reused at the next trial). The draws, hence the contexts, are bit-identical to
+        :meth:`observe`'s; a protocol that chooses from each block as it comes reads it from the CPU
+        cache (FedUCB's hot path).
+        """
+        agents = np.asarray(agents, dtype=np.int64)
+        if len(self._buffer_x) < len(agents):
+            self._buffer_x = np.empty((len(agents), self.options["arms"], self.dimension))
+        out = self._buffer_x[: len(agents)]
+        for part in self._fill(agents, out, max(block, 1)):
+            yield part, out[part]
+
+    def _fill(self, agents: np.ndarray, out: np.ndarray, block: int) -> Iterator[slice]:
+        count = len(agents)
+        if self.options.get("contexts") == "gapped":
+            parts = gapped_blocks(self._context_rng, self.theta, count, self.options["arms"], self.options["band"],
+                                  self.options["best_band"], block=block, out=out)
+        else:
+            parts = self._sphere_blocks(count, block, out)
+        for part in parts:
+            self._values[agents[part]] = out[part] @ self.theta
+            yield part
+
+    def _sphere_blocks(self, count: int, block: int, out: np.ndarray) -> Iterator[slice]:
+        for start in range(0, count, block):
+            part = slice(start, min(start + block, count))
+            x = self._context_rng.normal(size=out[part].shape)
+            np.divide(x, np.linalg.norm(x, axis=-1, keepdims=True), out=out[part])
+            yield part
 
     def expected(self, agents: np.ndarray) -> np.ndarray:
         """<x_k, theta> for the current contexts of ``agents``."""

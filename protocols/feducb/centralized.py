@@ -46,35 +46,59 @@ Decisions where the text is garbled or silent (each pinned by a test):
   d log(1 + M (rho_max - rho_min) / lambda(S)) ~ d log 2 from the shift alone, so with the large
   Thm. 1 threshold (``mlogt``) a private run synchronises rarely; this is the rule as printed.
 
-Realistic timelines (docs/faults.md, docs/protocols/feducb.md "Faults"). Every message carries
-a sequence number so that a copy or a late message never acts twice or overwrites newer state
-(``netsim.sequencing``): requests carry the sender's own number (a copy is dropped at the
-controller) and the last round r_i the sender applied; calls, uploads and syncs carry the round
-number r (the controller's sequence): an agent answers the call of a round at most once (a copy
-of a call would otherwise privatise and upload again), the controller keeps one upload per agent
-and round, and an agent applies a sync only if its round is newer than the last it applied.
+Realistic timelines (docs/faults.md, docs/protocols/feducb.md "Faults"). The four kinds travel
+on transports (:class:`netsim.transport.Transport`) sharing one RFC 6298 :class:`~netsim.transport.RetransmitTimer`
+(keys ``rto_initial``, ``rto_min``, ``rto_max``). When no message can be lost
+(:func:`netsim.transport.can_lose`: no link loss, outages or crashes; paper mode) they are plain
+datagrams, so the run sends exactly what Alg. 1 sends; otherwise:
 
-* The controller closes a round when every agent's upload is in, or ``round_timeout`` slots after
-  it opened it; the agents not heard from then count with their last upload (uploads are the
-  tree's prefix sums, so the next one carries everything), rho_min I if never heard.
+* requests, uploads and syncs are acknowledged and retransmitted until acknowledged (a lost one
+  is late, never lost); a newer sync to an agent replaces one still outstanding (``cancel``);
+* a call is a request whose answer is the agent's upload (``acknowledge=False``): it is
+  retransmitted on the timer until the upload arrives, and after ``give_up`` transmissions without
+  one the controller stops waiting for that agent in this round (a crashed agent) and *suspects*
+  it: later rounds still call it but do not wait for it, until it is heard from again (a request
+  or an upload). This is the only failure detector; there is no fixed deadline.
+
+Every message also carries a sequence number so that a copy or a late message never acts twice
+or overwrites newer state, transport or not (duplication and reordering lose nothing, so they run
+on datagrams): requests carry the sender's own number (``netsim.sequencing``; a copy is dropped at
+the controller) and the last round r_i the sender applied; calls, uploads and syncs carry the round
+number r (the controller's sequence): an agent answers the call of a round at most once (a copy of
+a call would otherwise privatise and upload again), the controller keeps one upload per agent and
+round, and an agent applies a sync only if its round is newer than the last it applied.
+
+* A round closes when every agent it waits for has uploaded; the agents not heard from count with
+  their last upload (uploads are the tree's prefix sums, so the next one carries everything), rho_min
+  I if never heard. An upload that arrives after its round closed is kept as the agent's last upload
+  if it is newer than the one held.
 * A request whose r_i is behind the controller's round count is answered with the last (S, s)
   (a catch-up sync) instead of opening a round; a request never opens a second round while one
-  is open. An agent that has waited ``round_timeout`` slots for a sync asks again.
-* Crashes: a crashed agent plays no trial, answers nothing and is not waited for beyond the
-  deadline. When it restarts it asks for a catch-up, which opens no round (``kept``: it keeps its statistics;
-  ``lost``: it starts afresh as at line 1, its tree restarts for a new incarnation, and it
-  recovers S, s from the controller, which keeps the data of its former incarnation).
-  A crashed controller stalls synchronisation: requests and uploads sent to it are dropped and
-  repeated by their senders' timeouts; an open round whose deadline passed while it was down
-  closes when it restarts (``kept``); a controller that restarts ``lost`` forgets the open
-  round and the uploads, numbers its rounds above every number used before (a new incarnation),
-  opens a round on the next request and rebuilds S from that round's uploads (agents not heard
-  from then count as fresh).
+  is open (the open round's sync answers it).
+* Crashes: a crashed agent plays no trial and answers nothing (its call is given up). When it
+  restarts it asks for a catch-up, which opens no round (``kept``: it keeps its statistics and
+  what it had outstanding; ``lost``: it starts afresh as at line 1, its tree restarts for a new
+  incarnation, its transports forget it, and it recovers S, s from the controller, which keeps
+  the data of its former incarnation). A crashed controller stalls synchronisation: what is sent
+  to it is retransmitted until it is back (``kept``: the open round goes on); a controller that
+  restarts ``lost`` forgets the open round and the uploads, numbers its rounds above every number
+  used before (a new incarnation) and opens a round at once, rebuilding S from its uploads (agents
+  not heard from count as fresh).
+* ``[clock] jitter > 0``: every agent plays on its own clock (tick k at k + U[0, jitter) periods,
+  drawn from its ``("clock", agent)`` stream), drawing only its own contexts; otherwise one clock
+  plays every agent at once.
+* ``[adversary]``: uploads (U_hat, u_hat) and syncs (S, s) carry the statistics
+  (``corruptible``); a byzantine agent or a corrupting link replaces each value of them w.p.
+  ``corruption`` by a draw of Q (:mod:`netsim.corruption`, the Gram matrices kept symmetric). The
+  controller has no defence: a lie enters S as it is.
 
 Linear algebra: V^-1 is kept by Sherman-Morrison rank-one updates and log det V by the
 matrix-determinant lemma (log det(V + x x^T) = log det V + log(1 + x^T V^-1 x)), batched over
 agents. When rho_max > rho_min the trigger's W = V + M(rho_max - rho_min) I is tracked the same
-way. At each synchronisation V and W are rebuilt from S (one batched inverse / slogdet).
+way. At each synchronisation V and W are rebuilt from S (one batched inverse / slogdet). With one
+clock, the contexts are drawn and the actions chosen block by block of agents
+(``LinearBandit.observe_blocks``: the same draws and arithmetic as one batch, on data still in
+the CPU cache).
 """
 
 from __future__ import annotations
@@ -85,9 +109,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from netsim import params as P
+from netsim.corruption import Lie, rewriting
 from netsim.protocol import Protocol
 from netsim.registry import register_protocol
 from netsim.sequencing import INCARNATION, ReplayWindow, Sequencer
+from netsim.transport import Transport, can_lose, check_timer, timer_from
 from protocols.feducb.linucb import (
     FIELDS,
     LinUCBState,
@@ -99,6 +125,21 @@ from protocols.feducb.linucb import (
     trials_of,
 )
 from protocols.privacy.gaussian_tree import GaussianTreePrivatizer
+
+#: contexts per block of the one-clock step (K x d values per agent): about 128 kB, a CPU's L2 cache
+BLOCK_VALUES = 16384
+
+
+def lie_upload(payload: tuple, lie: Lie) -> tuple:
+    """Where an upload (r, incarnation, U_hat, u_hat) carries statistics: U_hat (symmetric) and u_hat."""
+    r, incarnation, gram, vec = payload
+    return r, incarnation, lie(gram, symmetric=True), lie(vec)
+
+
+def lie_sync(payload: tuple, lie: Lie) -> tuple:
+    """Where a sync (r, S, s) carries statistics: S (symmetric) and s."""
+    r, gram, vec = payload
+    return r, lie(gram, symmetric=True), lie(vec)
 
 
 @register_protocol
@@ -117,16 +158,15 @@ class CentralizedFedUCB(Protocol):
         "comm_bound_prop1": P.column("communication bound (Prop. 1)", doc="the paper's bound on the synchronisations"),
     }
     description = "centralized FedUCB (dubey2020 Alg. 1): private federated OFUL with log-det synchronisation"
-    fields: ClassVar[Mapping[str, P.Field]] = {
-        **FIELDS,
-        "round_timeout": P.real(20.0, low=0.0, low_open=True,
-                                doc="slots after which the controller closes a round with the uploads it has, "
-                                    "and after which an agent waiting for a sync asks again",
-                                label="round timeout", unit="slots"),
-    }
+    fields: ClassVar[Mapping[str, P.Field]] = FIELDS
     servers = 1
     bandit_kinds = ("linear",)
     crash_states = ("kept", "lost")
+    corruptible = ("feducb-upload", "feducb-sync")
+
+    @classmethod
+    def check(cls, scenario: Any) -> None:
+        check_timer(scenario.protocol)
 
     @classmethod
     def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
@@ -151,11 +191,10 @@ class CentralizedFedUCB(Protocol):
         self.reborn: dict[int, GaussianTreePrivatizer] = {}  # trees of agents that restarted without state
         self.server = sim.servers[0].id
         self.everyone = np.arange(M)
+        self.block = max(1, BLOCK_VALUES // (sim.bandit.num_arms * d))
         self.up = sim.faults.up
-        self.wait = self.params["round_timeout"] * sim.clock_period
         # agents
         self.pending = np.zeros(M, dtype=bool)  # request sent or call answered, sync not yet received
-        self.waiting_since = np.zeros(M)
         self.synced = np.zeros(M, dtype=np.int64)  # last round applied
         self.incarnation = np.zeros(M, dtype=np.int64)
         self.request_numbers = Sequencer()
@@ -165,39 +204,59 @@ class CentralizedFedUCB(Protocol):
         self.completed = 0
         self.round_open = False
         self.open_round = 0
-        self.opened_at = 0.0
         self.uploads: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}
-        self.latest: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}  # last upload per agent
+        self.waiting: set[int] = set()  # agents the open round waits for
+        self.call_numbers: dict[int, int] = {}  # transport number of the open round's call to each agent
+        self.suspected = np.zeros(M, dtype=bool)  # given up in a round, not heard from since
+        self.latest: dict[int, tuple[int, int, np.ndarray, np.ndarray]] = {}  # (round, incarnation, U, u) per agent
         self.former: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # data of former incarnations
         self.last_sync: tuple[int, np.ndarray, np.ndarray] | None = None
         self.requests_seen = ReplayWindow()
-        net = sim.network
-        net.subscribe_batch("feducb-request", self._on_request)
-        net.subscribe_batch("feducb-call", self._on_call)
-        net.subscribe_batch("feducb-upload", self._on_upload)
-        net.subscribe_batch("feducb-sync", self._on_sync)
+        reliable = can_lose(sim.scenario)
+        timer = timer_from(self.params, sim.clock_period) if reliable else None
+
+        def transport(kind: str, handler: Any, **how: Any) -> Transport:
+            return Transport(sim, kind, handler, timer=timer, up=self.up, reliable=reliable, **how)
+
+        self.request_link = transport("feducb-request", self._on_request)
+        self.calls = transport("feducb-call", self._on_call, acknowledge=False, attempts=self.params["give_up"],
+                               on_give_up=self._gave_up)
+        self.upload_link = transport("feducb-upload", self._on_upload)
+        self.syncs = transport("feducb-sync", self._on_sync)
+        self.links = (self.request_link, self.calls, self.upload_link, self.syncs)
+        if sim.network.adversary is not None:
+            self.upload_link.corruptible(rewriting(lie_upload))
+            self.syncs.corruptible(rewriting(lie_sync))
         if sim.faults.has_crashes:
             sim.faults.on_restart(self._restarted)
-        sim.every(sim.clock_period, self.step)
+        if sim.clock_jitter > 0:  # every agent on its own jittered clock (paused while it is down)
+            for agent in range(M):
+                sim.every(sim.clock_period, lambda now, a=np.array([agent]): self.step(now, a), node=agent)
+        else:
+            sim.every(sim.clock_period, self.step)
 
     # -- agents ---------------------------------------------------------------
-    def step(self, now: float) -> None:
+    def step(self, now: float, agents: np.ndarray | None = None) -> None:
+        """One trial (Alg. 1 lines 5-14) of every agent that is up (one clock), or of ``agents`` (own clocks)."""
         state, bandit = self.state, self.sim.bandit
-        up = self.up[: len(self.everyone)]
-        if up.all():
-            agents, rows = self.everyone, None
-        else:  # crashed agents play no trial
-            agents = rows = np.flatnonzero(up)
-            if not len(agents):
-                return
-        # every agent's contexts are drawn (one shared stream), so a crash leaves the others' draws alone
-        contexts = bandit.observe(self.everyone)
-        if rows is not None:
-            contexts = contexts[rows]
-        beta = self.params["beta_scale"] * self.cal.beta(state.logdet_v if rows is None else state.logdet_v[rows])
-        arms = state.choose(contexts, beta, rows)
+        beta_scale = self.params["beta_scale"]
+        if agents is None:
+            up = self.up[: len(self.everyone)]
+            if up.all():
+                agents, rows = self.everyone, None
+            else:  # crashed agents play no trial
+                agents = rows = np.flatnonzero(up)
+                if not len(agents):
+                    return
+            arms, x = self._choose_everyone(beta_scale * self.cal.beta(state.logdet_v))
+            if rows is not None:
+                arms, x = arms[rows], x[rows]
+        else:
+            rows = agents
+            contexts = bandit.observe(agents)
+            arms = state.choose(contexts, beta_scale * self.cal.beta(state.logdet_v[rows]), rows)
+            x = contexts[np.arange(len(agents)), arms]
         rewards = bandit.pull_many(agents, arms)
-        x = contexts[np.arange(len(agents)), arms]
         state.update(x, rewards, rows)
         state.dt[agents] += 1
         fire = sync_trigger(state.logdet_w[agents], state.logdet_s[agents], state.dt[agents], self.D) \
@@ -205,30 +264,36 @@ class CentralizedFedUCB(Protocol):
         for agent in agents[fire]:
             self.requests += 1
             self._request(int(agent), want=True)
-        late = agents[self.pending[agents] & (now - self.waiting_since[agents] >= self.wait)]
-        for agent in late:  # no sync for round_timeout slots: ask again
-            self._request(int(agent), want=True)
+
+    def _choose_everyone(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every agent's contexts (one shared stream, so a crash leaves the others' draws alone) and choice."""
+        M, state = len(self.everyone), self.state
+        arms = np.empty(M, dtype=np.int64)
+        x = np.empty((M, self.d))
+        for part, contexts in self.sim.bandit.observe_blocks(self.everyone, self.block):
+            chosen = state.choose(contexts, beta[part], part)
+            arms[part] = chosen
+            x[part] = contexts[np.arange(len(chosen)), chosen]
+        return arms, x
 
     def _request(self, agent: int, *, want: bool) -> None:
         """Ask for a round (``want``; the agent then waits for a sync) or only for a catch-up."""
         if want:
             self.pending[agent] = True
-            self.waiting_since[agent] = self.sim.now
         payload = (self.request_numbers.next(agent), int(self.synced[agent]), want)
-        self.sim.network.send(agent, self.server, "feducb-request", payload)
+        self.request_link.send(agent, self.server, payload)
 
     def _on_call(self, messages: list) -> None:
-        fresh = [m.dst for m in messages if self.calls_seen.newest(m.dst, self.server, m.payload)]
+        fresh = [m for m in messages if self.calls_seen.newest(m.dst, self.server, m.payload)]
         if not fresh:
             return
-        agents = np.array(fresh, dtype=np.int64)
+        agents = np.array([m.dst for m in fresh], dtype=np.int64)
         self.pending[agents] = True
-        self.waiting_since[agents] = self.sim.now
         gram, vec = self.privatizer.split(self.privatizer_release(agents))
-        network, r = self.sim.network, messages[0].payload
-        for j, agent in enumerate(agents):
-            network.send(int(agent), self.server, "feducb-upload", (r, int(self.incarnation[agent]), gram[j], vec[j]),
-                         size=(self.d + 1) ** 2)
+        for j, m in enumerate(fresh):
+            agent = m.dst
+            self.upload_link.send(agent, self.server, (m.payload, int(self.incarnation[agent]), gram[j], vec[j]),
+                                  size=(self.d + 1) ** 2)
 
     def privatizer_release(self, agents: np.ndarray) -> np.ndarray:
         """Alg. 1 line 16: privatise Q of ``agents`` (all agents release together in Alg. 1)."""
@@ -265,16 +330,20 @@ class CentralizedFedUCB(Protocol):
             self.incarnation[node] += 1
             self.reborn[node] = GaussianTreePrivatizer(self.cal, [self.privacy_rngs[node]])
             self.synced[node] = 0
+            self.pending[node] = False
             self.request_numbers.restart(node)
             self.calls_seen.forget(node)
             self.syncs_seen.forget(node)
-        self._request(node, want=False)  # catch up on the rounds it missed (a lost answer: the next round's sync)
+            for link in self.links:
+                link.forget(node)
+        self._request(node, want=False)  # catch up on the rounds it missed
 
     # -- controller -----------------------------------------------------------
     def _on_request(self, messages: list) -> None:
         want_round = False
         for m in messages:
             number, synced, want = m.payload
+            self.suspected[m.src] = False
             if not self.requests_seen.accept(self.server, m.src, number):
                 continue  # a copy
             if synced < self.completed and self.last_sync is not None:
@@ -287,41 +356,58 @@ class CentralizedFedUCB(Protocol):
     def _open_round(self) -> None:
         self.round_open = True
         self.open_round = r = self.completed + 1
-        self.opened_at = self.sim.now
         self.uploads = {}
-        network = self.sim.network
-        for agent in range(self.sim.num_agents):
-            network.send(self.server, agent, "feducb-call", r)
-        self.sim.call_at(self.sim.now + self.wait, lambda: self._deadline(r))
+        self.waiting = set(np.flatnonzero(~self.suspected).tolist())
+        agents = list(range(self.sim.num_agents))
+        self.call_numbers = dict(zip(agents, self.calls.send_many(self.server, agents, r), strict=True))
 
     def _on_upload(self, messages: list) -> None:
         for m in messages:
             r, incarnation, gram, vec = m.payload
-            if self.round_open and r == self.open_round and m.src not in self.uploads:  # one per agent and round
-                self.uploads[m.src] = (incarnation, gram, vec)
-        if self.round_open and len(self.uploads) == self.sim.num_agents:
+            agent = m.src
+            self.suspected[agent] = False
+            if self.round_open and r == self.open_round:
+                self.calls.answered(self.server, agent, self.call_numbers[agent])
+                self.uploads.setdefault(agent, (incarnation, gram, vec))  # one per agent and round
+            else:  # late: its round closed without it; still the agent's newest data if newer than held
+                self._keep(agent, r, incarnation, gram, vec)
+        self._close_if_complete()
+
+    def _gave_up(self, src: int, agent: int, r: int) -> None:
+        """``give_up`` calls of round ``r`` to ``agent`` went unanswered: stop waiting for it."""
+        if self.round_open and r == self.open_round:
+            self.suspected[agent] = True
+            self.waiting.discard(agent)
+            self._close_if_complete()
+
+    def _close_if_complete(self) -> None:
+        if self.round_open and self.waiting <= self.uploads.keys():
             self._close_round()
 
-    def _deadline(self, r: int) -> None:
-        if self.round_open and self.open_round == r and self.up[self.server]:
-            self._close_round()
+    def _keep(self, agent: int, r: int, incarnation: int, gram: np.ndarray, vec: np.ndarray) -> None:
+        """Hold (U_hat, u_hat) as ``agent``'s last upload, keeping a former incarnation's data apart."""
+        before = self.latest.get(agent)
+        if before is not None and (before[1], before[0]) >= (incarnation, r):
+            return  # not newer than what is held
+        if before is not None and before[1] < incarnation:  # keep the former incarnation's data
+            old = self.former.get(agent, (0.0, 0.0))
+            self.former[agent] = (old[0] + before[2] - self.cal.shift * np.eye(self.d), old[1] + before[3])
+        self.latest[agent] = (r, incarnation, gram, vec)
 
     def _close_round(self) -> None:
-        shift = self.cal.shift * np.eye(self.d)
+        self.calls.cancel(self.server)
+        r = self.open_round
         for agent, (incarnation, gram, vec) in self.uploads.items():
-            before = self.latest.get(agent)
-            if before is not None and before[0] < incarnation:  # keep the former incarnation's data
-                old = self.former.get(agent, (0.0, 0.0))
-                self.former[agent] = (old[0] + before[1] - shift, old[1] + before[2])
-            self.latest[agent] = (incarnation, gram, vec)
+            self._keep(agent, r, incarnation, gram, vec)
+        shift = self.cal.shift * np.eye(self.d)
         # Alg. 1 line 18: the sum of every agent's latest release (this round's, in arrival order, first)
         S = sum(g for _, g, _ in self.uploads.values())
         s = sum(v for _, _, v in self.uploads.values())
         for agent in range(self.sim.num_agents):
             if agent not in self.uploads:
                 if agent in self.latest:
-                    S = S + self.latest[agent][1]
-                    s = s + self.latest[agent][2]
+                    S = S + self.latest[agent][2]
+                    s = s + self.latest[agent][3]
                 else:
                     S = S + shift
             if agent in self.former:
@@ -329,24 +415,28 @@ class CentralizedFedUCB(Protocol):
                 s = s + self.former[agent][1]
         self.sim.metrics.rounds += 1
         self.round_open = False
-        self.completed = self.open_round
+        self.completed = r
         self.last_sync = (self.completed, S, s)
-        for agent in range(self.sim.num_agents):
-            self._send_sync(agent, self.last_sync)
+        self.syncs.cancel(self.server)  # the new sync replaces every one still outstanding
+        self.syncs.send_many(self.server, list(range(self.sim.num_agents)), self.last_sync, size=self.d * (self.d + 1))
 
     def _send_sync(self, agent: int, sync: tuple[int, np.ndarray, np.ndarray]) -> None:
-        self.sim.network.send(self.server, agent, "feducb-sync", sync, size=self.d * (self.d + 1))
+        self.syncs.cancel(self.server, agent)  # a newer sync replaces one still outstanding
+        self.syncs.send(self.server, agent, sync, size=self.d * (self.d + 1))
 
     def _controller_restarted(self, state: str) -> None:
-        if state == "lost":
-            self.round_open = False
-            self.uploads, self.latest, self.former = {}, {}, {}
-            # round numbers go on above every number used before (a new incarnation, as netsim.sequencing)
-            self.completed = (self.completed // INCARNATION + 1) * INCARNATION
-            self.last_sync = None
-            self.requests_seen = ReplayWindow()
-        elif self.round_open and self.sim.now - self.opened_at >= self.wait:
-            self._close_round()
+        if state != "lost":
+            return  # kept: the open round goes on; what was sent to it while down is retransmitted
+        self.round_open = False
+        self.uploads, self.latest, self.former = {}, {}, {}
+        # round numbers go on above every number used before (a new incarnation, as netsim.sequencing)
+        self.completed = (self.completed // INCARNATION + 1) * INCARNATION
+        self.last_sync = None
+        self.requests_seen = ReplayWindow()
+        self.suspected[:] = False
+        for link in self.links:
+            link.forget(self.server)
+        self._open_round()  # rebuild S from every agent's upload (prefix sums) at once
 
     def results(self) -> dict[str, float]:
         cal = self.cal

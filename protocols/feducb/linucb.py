@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from netsim import params as P
+from netsim.transport import TIMER_FIELDS
 from protocols.privacy.gaussian_tree import FedUCBCalibration
 
 MODES = ("mlogt", "m1.5", "mt")
@@ -41,7 +42,11 @@ def communication_bound(D: float, *, horizon: int, dimension: int, rho_min: floa
 def sync_trigger(logdet_w: np.ndarray, logdet_s: np.ndarray, dt: np.ndarray, D: float) -> np.ndarray:
     """Alg. 1 line 12: log det(V + x x^T + M(rho_max - rho_min) I) - log det S > D / dt (strict; dt >= 1)."""
     dt = np.asarray(dt, dtype=float)
-    return np.asarray(logdet_w) - np.asarray(logdet_s) > D / dt
+    logdet_w, logdet_s = np.asarray(logdet_w), np.asarray(logdet_s)
+    if np.isfinite(logdet_s).all():
+        return logdet_w - logdet_s > D / dt
+    with np.errstate(invalid="ignore"):  # -inf - -inf: a statistic a lie made singular (no trigger then)
+        return logdet_w - logdet_s > D / dt
 
 
 class LinUCBState:
@@ -83,8 +88,11 @@ class LinUCBState:
         if self.shift_w:
             self.w_inv[rows] = fresh.w_inv
 
-    def choose(self, contexts: np.ndarray, beta: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        """Alg. 1 lines 6-8: argmax over the K contexts (rows x K x d) of <x, theta_hat> + beta ||x||_{V^-1}."""
+    def choose(self, contexts: np.ndarray, beta: np.ndarray, rows: np.ndarray | slice | None = None) -> np.ndarray:
+        """Alg. 1 lines 6-8: argmax over the K contexts (rows x K x d) of <x, theta_hat> + beta ||x||_{V^-1}.
+
+        ``rows``: the learners (an index array or a slice; ``None``: all).
+        """
         sel = slice(None) if rows is None else rows
         v_inv = self.v_inv[sel]
         theta = np.matmul(v_inv, self.u_tilde[sel][:, :, None])  # (A, d, 1)
@@ -120,17 +128,25 @@ class LinUCBState:
         self.S[rows] = S
         self.s[rows] = s
         V = S + self.U[rows]
-        self.v_inv[rows] = np.linalg.inv(V)
+        self.v_inv[rows] = _inverse(V)
         self.logdet_v[rows] = np.linalg.slogdet(V)[1]
         self.logdet_s[rows] = np.linalg.slogdet(S)[1]
         self.u_tilde[rows] = s + self.u[rows]
         if self.shift_w:
             W = V + self.shift[rows, None, None] * np.eye(self.d)
-            self.w_inv[rows] = np.linalg.inv(W)
+            self.w_inv[rows] = _inverse(W)
             self.logdet_w[rows] = np.linalg.slogdet(W)[1]
         else:
             self.logdet_w[rows] = self.logdet_v[rows]
         self.dt[rows] = 0
+
+
+def _inverse(V: np.ndarray) -> np.ndarray:
+    """Batched V^-1; the pseudo-inverse where a lie about the statistics made V singular (no honest V is)."""
+    try:
+        return np.linalg.inv(V)
+    except np.linalg.LinAlgError:
+        return np.linalg.pinv(V, hermitian=True)
 
 
 def _rank_one(inv: np.ndarray, logdet: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -138,7 +154,10 @@ def _rank_one(inv: np.ndarray, logdet: np.ndarray, x: np.ndarray) -> tuple[np.nd
     ax = np.einsum("aij,aj->ai", inv, x)
     q = np.einsum("ai,ai->a", x, ax)
     inv = inv - ax[:, :, None] * ax[:, None, :] / (1.0 + q)[:, None, None]
-    return inv, logdet + np.log1p(q)
+    if q.min(initial=0.0) > -1.0:
+        return inv, logdet + np.log1p(q)
+    with np.errstate(invalid="ignore"):  # q <= -1 only for a V that a lie made indefinite: log det is then nan
+        return inv, logdet + np.log1p(q)
 
 
 FIELDS = {
@@ -164,6 +183,11 @@ FIELDS = {
     "threshold": P.either(P.choice(("auto",)), P.real(low=0.0, high=math.inf), default="auto",
                           doc="explicit synchronisation threshold D >= 0 (overrides communication)",
                           label="synchronisation threshold D", unit=""),
+    **TIMER_FIELDS,
+    "give_up": P.integer(4, low=1, doc="requests of one synchronisation exchange without an answer after which the "
+                                       "silent agents are suspected down and not waited for (feducb: calls of a round; "
+                                       "feducb-p2p: requests of an estimator)",
+                         label="requests before suspecting an agent", unit=""),
 }
 
 

@@ -10,8 +10,8 @@ Sec. 4.2 describes, with the decisions below (each pinned by a test in ``tests/t
   record still travels at most gamma hops (its life), each hop taking the link's sampled delay
   rounded up to the next trial (the LOCAL layer forwards at the trial's flush). Nothing in the
   algorithm waits for a reply: a late reply is stored when it arrives (if it is the newest of its
-  origin, see below) and the group statistics are resynchronised at the next trial. The 2 gamma
-  trials between two requests for g stay a rate limit, no longer the exact time replies need.
+  origin, see below) and the group statistics are resynchronised at the next trial. A reply is the
+  origin's tree prefix sum, so a later one carries everything a lost one did.
 * Subsampling (Weinberger & Ordentlich 2002): agent i keeps gamma estimators
   (V_{i,g}, u_{i,g}), g = 0..gamma-1, and at trial t (t = 0, 1, ...) uses g = t mod gamma for
   choosing, for its update and for its trigger. So estimator g only ever holds data of the trials
@@ -44,6 +44,12 @@ Sec. 4.2 describes, with the decisions below (each pinned by a test in ``tests/t
   ``state = "lost"`` a restarted agent is a fresh learner: its gamma estimators, its tree
   privatizers, its reply table and its LOCAL memory start afresh (new incarnation), and it
   relearns its group statistics from the replies to the next requests it hears.
+* ``[clock] jitter`` is refused: every agent uses estimator t mod gamma of one shared trial
+  clock (the subsampling argument needs all agents on the same round robin).
+* ``[adversary]``: replies carry the statistics (``corruptible``); a byzantine agent replaces each
+  value of its own replies' (U_hat, u_hat) (and, with ``relay``, of the replies it forwards) w.p.
+  ``corruption`` by a draw of Q (:mod:`netsim.corruption`, U_hat kept symmetric); a corrupting
+  link does so in transit. Nobody checks: a lie enters the group statistics as it is.
 * Threshold D: the same modes as the centralized protocol with M = |N_i| replaced by the number
   of agents M in the formulas (``communication`` / ``threshold`` keys), T counted in trials.
 """
@@ -57,10 +63,12 @@ import networkx as nx
 import numpy as np
 
 from netsim import params as P
+from netsim.corruption import Lie, rewriting
 from netsim.errors import InputError
 from netsim.flooding import Flooding
 from netsim.protocol import Protocol
 from netsim.registry import register_protocol
+from netsim.transport import check_timer, timer_from
 from protocols.feducb.linucb import (
     FIELDS,
     LinUCBState,
@@ -80,6 +88,20 @@ def neighbourhoods(graph: nx.Graph, gamma: int, agents: int) -> np.ndarray:
         for j in nx.single_source_shortest_path_length(graph, i, cutoff=gamma):
             near[i, j] = True
     return near
+
+
+def lie_replies(records: np.ndarray, lie: Lie) -> np.ndarray:
+    """Where replies carry statistics: (U_hat, u_hat) of the sender's own records (every record with ``relay``)."""
+    mine = np.ones(len(records), dtype=bool) if lie.relay else records["origin"] == lie.sender
+    if not mine.any():
+        return records
+    hits = lie.hits
+    gram, vec = lie(records["gram"][mine], symmetric=True), lie(records["vec"][mine])
+    if lie.hits == hits:
+        return records
+    out = records.copy()
+    out["gram"][mine], out["vec"][mine] = gram, vec
+    return out
 
 
 @register_protocol
@@ -106,6 +128,8 @@ class DecentralizedFedUCB(Protocol):
     requires_connected = True
     bandit_kinds = ("linear",)
     crash_states = ("kept", "lost")
+    corruptible = ("feducb-p2p-reply",)
+    relays = True  # LOCAL forwarding: adversary.relay (liars corrupt what they forward) acts
 
     @classmethod
     def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
@@ -120,6 +144,13 @@ class DecentralizedFedUCB(Protocol):
         if scenario.clock["period"] != 1.0:  # trials are the unit of the round-robin and of T
             raise InputError(f"period = {scenario.clock['period']}; accepted: 1.0 (one hop per trial)",
                              key="clock.period")
+        if scenario.clock["jitter"] > 0:
+            raise InputError(f"protocol {cls.name!r} runs every agent on one round-robin trial clock (estimator "
+                             "t mod gamma, Sec. 4.2); accepted: clock.jitter = 0", key="clock.jitter")
+        if scenario.network["server_delay"] is not None:  # no server node: the key would change nothing
+            raise InputError(f"protocol {cls.name!r} has no server node, so no server-agent link; accepted: no "
+                             "network.server_delay (network.delay sets the agents' links)", key="network.server_delay")
+        check_timer(scenario.protocol)
 
     def start(self) -> None:
         sim = self.sim
@@ -146,8 +177,15 @@ class DecentralizedFedUCB(Protocol):
         self.table_vec = np.zeros((M, M, gamma, d))
         self.table_has = np.zeros((M, M, gamma), dtype=bool)
         self.table_seq = np.full((M, M, gamma), -1, dtype=np.int64)  # seq of the reply held
+        self.table_created = np.full((M, M, gamma), -np.inf)  # creation time of the reply held
         self.dirty = np.zeros((M, gamma), dtype=bool)
-        self.pending_until = np.full((M, gamma), -np.inf)  # no new request for g before this time
+        # exchanges (module docstring): the asker's last request, its exchange's first, open or not, requests
+        self.requested_at = np.full((M, gamma), -np.inf)
+        self.opened_at = np.full((M, gamma), -np.inf)
+        self.open = np.zeros((M, gamma), dtype=bool)
+        self.transmissions = np.zeros((M, gamma), dtype=np.int64)
+        self.suspected = np.zeros((M, M), dtype=bool)  # (asker, member): silent through a whole exchange
+        self.timer = timer_from(self.params, sim.clock_period)
         self.asked = np.full((M, gamma), -np.inf)        # newest request creation time heard
         self.released_at = np.full((M, gamma), -np.inf)  # time of the agent's last release for g
         self.trial = 0
@@ -159,6 +197,8 @@ class DecentralizedFedUCB(Protocol):
         self.rep_flood = Flooding(sim, "feducb-p2p-reply", gamma,
                                   [("g", "i4"), ("gram", "f8", (d, d)), ("vec", "f8", (d,))],
                                   on_receive=self._on_reply, latest=False)
+        if sim.network.adversary is not None:
+            sim.network.corruptible("feducb-p2p-reply", rewriting(lie_replies))
         self._up = sim.faults.up[:M] if sim.faults.has_crashes else None
         if self._up is not None:
             sim.faults.on_restart(self._restarted)
@@ -180,8 +220,13 @@ class DecentralizedFedUCB(Protocol):
         self.table_seq[node] = -1
         self.table_gram[node] = 0.0
         self.table_vec[node] = 0.0
+        self.table_created[node] = -np.inf
         self.dirty[node] = False
-        self.pending_until[node] = -np.inf
+        self.requested_at[node] = self.opened_at[node] = -np.inf
+        self.open[node] = False
+        self.transmissions[node] = 0
+        self.suspected[node] = False
+        self.timer.forget(node)
         self.asked[node] = -np.inf
         self.released_at[node] = -np.inf
         self.req_flood.forget([node])
@@ -193,9 +238,9 @@ class DecentralizedFedUCB(Protocol):
 
     def _on_reply(self, dst: np.ndarray, records: np.ndarray) -> None:
         self._store(dst, records["origin"].astype(np.int64), records["g"].astype(np.int64), records["seq"],
-                    records["gram"], records["vec"])
+                    records["created"], records["gram"], records["vec"])
 
-    def _store(self, dst, origin, g, seq, gram, vec) -> None:
+    def _store(self, dst, origin, g, seq, created, gram, vec) -> None:
         order = np.argsort(seq, kind="stable")  # newest last, so it wins
         for k in order:
             if seq[k] <= self.table_seq[dst[k], origin[k], g[k]]:
@@ -203,8 +248,27 @@ class DecentralizedFedUCB(Protocol):
             self.table_seq[dst[k], origin[k], g[k]] = seq[k]
             self.table_gram[dst[k], origin[k], g[k]] = gram[k]
             self.table_vec[dst[k], origin[k], g[k]] = vec[k]
+            self.table_created[dst[k], origin[k], g[k]] = created[k]
             self.table_has[dst[k], origin[k], g[k]] = True
             self.dirty[dst[k], g[k]] = True
+        self.suspected[dst, origin] = False  # heard from again
+        self._complete(dst, g)
+
+    def _complete(self, dst: np.ndarray, g: np.ndarray) -> None:
+        """Close the open exchanges of (dst, g) that every member not suspected has answered since they opened."""
+        agents, gs = dst[self.open[dst, g]], g[self.open[dst, g]]
+        if not len(agents):
+            return
+        pairs = np.unique(agents * self.gamma + gs)
+        agents, gs = pairs // self.gamma, pairs % self.gamma
+        answered = (self.table_created[agents, :, gs] >= self.opened_at[agents, gs][:, None]) \
+            | self.suspected[agents] | ~self.near[agents]
+        done = answered.all(axis=1)
+        now = self.sim.now
+        for i, k in zip(agents[done].tolist(), gs[done].tolist(), strict=True):
+            if self.transmissions[i, k] == 1:  # Karn's rule: only an exchange never repeated is measured
+                self.timer.sample(i, now - self.opened_at[i, k])
+            self.open[i, k] = False
 
     # -- the trial ------------------------------------------------------------------
     def _resynchronise(self) -> None:
@@ -239,8 +303,33 @@ class DecentralizedFedUCB(Protocol):
             pick = gs == g
             recs = self.rep_flood.publish(agents[pick], {"g": np.full(pick.sum(), g), "gram": gram[pick],
                                                          "vec": vec[pick]})
-            self._store(agents[pick], agents[pick], np.full(pick.sum(), g), recs["seq"], gram[pick], vec[pick])
+            self._store(agents[pick], agents[pick], np.full(pick.sum(), g), recs["seq"], recs["created"], gram[pick],
+                        vec[pick])
         self.replies += len(agents)
+
+    def _may_ask(self, agents: np.ndarray, g: int, now: float) -> np.ndarray:
+        """2 gamma trials since the last request for g, and the exchange complete or its RTO expired."""
+        last = self.requested_at[agents, g]
+        ok = now >= last + 2 * self.gamma
+        for j in np.flatnonzero(ok & self.open[agents, g]):
+            i = int(agents[j])
+            ok[j] = now >= last[j] + self.timer.rto(i, int(self.transmissions[i, g]) - 1)
+        return ok
+
+    def _asking(self, askers: np.ndarray, g: int, now: float) -> None:
+        """``askers`` request g now: a new exchange, or a repeat of an open one (after ``give_up`` requests of
+        one exchange, its silent members are suspected and a new exchange starts)."""
+        for i in askers[self.open[askers, g]].tolist():
+            if self.transmissions[i, g] >= self.params["give_up"]:
+                silent = self.near[i] & (self.table_created[i, :, g] < self.opened_at[i, g])
+                self.suspected[i, silent] = True
+                self.open[i, g] = False
+        fresh = askers[~self.open[askers, g]]
+        self.opened_at[fresh, g] = now
+        self.transmissions[fresh, g] = 0
+        self.open[askers, g] = True
+        self.transmissions[askers, g] += 1
+        self.requested_at[askers, g] = now
 
     def step(self, now: float) -> None:
         self._resynchronise()
@@ -258,10 +347,10 @@ class DecentralizedFedUCB(Protocol):
         state.update(contexts[np.arange(len(active)), arms], rewards, rows)
         state.dt[rows] += 1
         fire = sync_trigger(state.logdet_w[rows], state.logdet_s[rows], state.dt[rows], self.D)
-        fire &= now >= self.pending_until[active, g]
+        fire &= self._may_ask(active, g, now)
         askers = active[np.flatnonzero(fire)]
         if len(askers):
-            self.pending_until[askers, g] = now + 2 * self.gamma
+            self._asking(askers, g, now)
             self.req_flood.publish(askers, {"g": np.full(len(askers), g)})
             self.asked[askers, g] = now  # the asker answers its own request too
             self.requests += len(askers)

@@ -412,7 +412,7 @@ def _dp_mase(params: Mapping[str, Any], trials: int, rng: np.random.Generator, n
             raise RuntimeError("an agent's first epoch did not end, or its second did, within the horizon")
         votes = np.zeros(agents)
         for message in spy.sent("vote"):
-            votes[message.src] = 1.0 if message.payload == 0 else 0.0
+            votes[message.src] = 1.0 if message.payload[0] == 0 else 0.0  # a vote is (arm, lambda)
         return votes
 
     return _chunks(trials, rng, one, _dp_mase_agents(params["beta"]))

@@ -191,8 +191,12 @@ class FedUCBCalibration:
 
 def symmetric_noise(rng: np.random.Generator, size: int, std: float) -> np.ndarray:
     """N = (Ñ + Ñ^T)/sqrt(2) with Ñ_ij ~ N(0, std^2) (Alg. 2 line 6)."""
-    raw = rng.normal(0.0, std, size=(size, size))
-    return (raw + raw.T) / math.sqrt(2.0)
+    return symmetrise(rng.normal(0.0, std, size=(size, size)))
+
+
+def symmetrise(raw: np.ndarray) -> np.ndarray:
+    """(Ñ + Ñ^T)/sqrt(2) of a matrix or of a stack of matrices (last two axes)."""
+    return (raw + np.swapaxes(raw, -1, -2)) / math.sqrt(2.0)
 
 
 class GaussianTreePrivatizer:
@@ -280,7 +284,9 @@ class GaussianTreePrivatizer:
             self._noise[level][rows] = 0.0
         self._exact[low][rows] = block
         if self.calibration.private:
-            self._noise[low][rows] = np.stack([symmetric_noise(self.rngs[j], self.size, self.std) for j in rows])
+            # symmetric_noise of every stream: its draws from the stream's own generator, symmetrised at once
+            raw = np.stack([self.rngs[j].normal(0.0, self.std, size=(self.size, self.size)) for j in rows])
+            self._noise[low][rows] = symmetrise(raw)
             self.noise_drawn[rows] += 1
         noisy = np.zeros_like(statistic)
         for level in range(r.bit_length()):

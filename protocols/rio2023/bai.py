@@ -3,21 +3,38 @@ coordinator and eliminations back (see :mod:`protocols.rio2023`).
 
 Realistic timelines (docs/faults.md, docs/protocols/rio2023.md):
 
+* Votes, eliminations and ``rejoin`` messages travel on transports (:class:`netsim.transport.Transport`)
+  sharing one RFC 6298 timer (keys ``rto_initial``, ``rto_min``, ``rto_max``, in rounds). When a
+  message can be lost (:func:`netsim.transport.can_lose`: link loss, outages, crashes) each is
+  acknowledged and retransmitted until acknowledged, for at most ``give_up`` transmissions: a vote
+  the network drops is *delayed*, not lost (CORRUPTED ELIMINATION's xi is the algorithm's own
+  corruption of its votes, Prop. 5.1, and is the only way a vote disappears). Otherwise (paper
+  mode, delays, duplication, reordering) they are plain datagrams, exactly what the algorithms send.
 * Votes are idempotent: the coordinator counts the voters of each arm, one vote per (agent, arm)
   (Alg. 1 line 12 counts agents), so a duplicated or repeated vote changes nothing, and votes
   commute, so reordering changes nothing. Eliminations are idempotent at the agents (a flag).
+* A vote message carries the arm k and the agent's vote lambda^n_k = 1 (Eq. 11: the message is
+  the vector of lambda^n_k nu^n_k, one message per arm voted against); the coordinator adds the
+  vote to lambda_k (Alg. 1 line 10, Alg. 3 line 9). ``[adversary]`` (``corruptible = ("vote",)``):
+  a byzantine agent or a corrupting link replaces the vote w.p. ``corruption`` by a draw of Q
+  (:mod:`netsim.corruption`) and the coordinator adds what it reads, unchecked: Q = Bernoulli(0)
+  (the default) withholds votes, as xi does but unknown to the threshold; Q = constant c gives one
+  agent the weight of c voters.
 * Crashes (round-by-round simulation, ``simulation = "rounds"``; the exact-law event mode cannot
   thin a crashed agent's hidden activations and refuses crashes, naming the key). A round whose
   active agent is down passes with no pull (it still counts as a round). What is sent to a down
-  node is dropped. On its restart an agent sends ``rejoin`` to the coordinator, which answers with
-  every global elimination so far, and the agent sends again every vote it ever sent (the
-  coordinator keeps one per agent and arm). ``state = "lost"``: an agent still in play restarts as
-  a fresh learner (all arms active, no samples, first epoch); the votes it sent before stay counted
-  as its votes; an agent that had already left stays out with its answer.
-* A crashed coordinator stalls the vote count: votes sent to it while down are lost until, on its
-  restart, it sends ``rejoin`` to every agent, and every agent (in play or not) sends its votes
-  again. ``state = "lost"``: the coordinator forgets its counts and its global set and rebuilds
-  both from the repeated votes.
+  node is dropped (and retransmitted). On its restart an agent sends ``rejoin`` to the coordinator,
+  which answers with every global elimination so far, and sends again every vote it ever sent
+  (the coordinator keeps one per agent and arm): this recovers what was given up while it was
+  down. ``state = "lost"``: an agent still in play restarts as a fresh learner (all arms active,
+  no samples, first epoch); the votes it sent before stay counted as its votes; an agent that had
+  already left stays out with its answer.
+* A crashed coordinator stalls the vote count: votes sent to it while down are retransmitted
+  (and given up after ``give_up`` transmissions); on its restart it sends ``rejoin`` to every
+  agent, and every agent (in play or not) sends its votes again. ``state = "lost"``: the
+  coordinator forgets its counts and its global set and rebuilds both from the repeated votes.
+  When no agent is left in play, the coordinator decides once every vote has arrived; while it is
+  down it decides nothing (it looks again when it restarts).
 """
 
 from __future__ import annotations
@@ -30,8 +47,10 @@ import numpy as np
 
 from netsim import faults as F
 from netsim import params as P
+from netsim.corruption import Lie, rewriting
 from netsim.errors import InputError
 from netsim.protocol import Protocol
+from netsim.transport import TIMER_FIELDS, Transport, can_lose, check_timer, timer_from
 from protocols.rio2023.paths import ActivationClock
 from protocols.rio2023.rules import agent_weights, se_radius, voting_threshold
 
@@ -52,6 +71,20 @@ COMMON = {
     "tolerance": P.real(0.0, low=0.0, doc="epsilon of 'epsilon-optimal' used for the `correct` column",
                         label="optimality tolerance", unit=""),
 }
+#: the keys of the protocols that vote: COMMON and the transport's
+VOTING = {
+    **COMMON,
+    **TIMER_FIELDS,
+    "give_up": P.integer(15, low=1, doc="transmissions of a vote, elimination or rejoin before it is given up "
+                                        "(when messages can be lost; 15: Linux TCP's tcp_retries2)",
+                         label="transmissions before giving up", unit=""),
+}
+
+
+def lie_vote(payload: tuple[int, float], lie: Lie) -> tuple[int, float]:
+    """Where a vote (arm, lambda) carries statistics: the vote lambda."""
+    arm, vote = payload
+    return arm, lie(vote)
 
 
 def check_probability_open(value: float, key: str) -> None:
@@ -66,13 +99,15 @@ class MultiAgentBAI(Protocol):
     bandit_kinds = ("bernoulli", "gaussian")
     voting = True
     crash_states = ("kept", "lost")
+    corruptible = ("vote",)
     columns = {
         "sample_complexity": P.column("sample complexity", "rounds", doc="rounds until one arm was left"),
         "rounds_simulated": P.column("rounds simulated", doc="rounds the simulation stepped through"),
         "identified_arm": P.column("identified arm", doc="the arm left (NaN when none was)"),
         "correct": P.column("best arm identified", doc="1 when the identified arm is ε-optimal, 0 when not"),
         "votes_sent": P.column("votes sent", doc="elimination votes sent to the server"),
-        "votes_corrupted": P.column("votes corrupted", doc="votes a byzantine agent or link changed"),
+        "votes_corrupted": P.column("votes corrupted (xi)", doc="votes CORRUPTED ELIMINATION's own mask withheld "
+                                    "(xi, Alg. 3); the adversary's lies count in messages_corrupted"),
         "local_eliminations": P.column("local eliminations", doc="arms agents eliminated locally"),
         "global_eliminations": P.column("global eliminations", doc="arms the server eliminated"),
         "vote_threshold": P.column("vote threshold", doc="votes the server needs to eliminate an arm"),
@@ -86,6 +121,15 @@ class MultiAgentBAI(Protocol):
         if "crash" in F.kinds(scenario.faults) and scenario.protocol["simulation"] == "events":
             raise InputError("the exact-law event mode cannot skip a crashed agent's activations; accepted: "
                              "simulation = 'rounds' with crashes", key="protocol.simulation")
+        clock = scenario.clock
+        if clock["jitter"] > 0:
+            raise InputError(f"protocol {cls.name!r} has no agent clocks: one agent per round is drawn from P_N "
+                             "(Assumptions 3.2-3.3); accepted: clock.jitter = 0", key="clock.jitter")
+        if clock["period"] != 1.0:
+            raise InputError(f"protocol {cls.name!r} counts time in rounds (one per time unit); accepted: "
+                             "clock.period = 1", key="clock.period")
+        if cls.voting:
+            check_timer(scenario.protocol)
 
     @classmethod
     def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
@@ -133,7 +177,7 @@ class MultiAgentBAI(Protocol):
         self.in_play = np.ones(self.N, dtype=bool)                # N(t)
         self.answer = np.full(self.N, -1)
         self.global_set = np.ones(self.K, dtype=bool)             # K
-        self.votes = np.zeros(self.K, dtype=np.int64)             # lambda_k (delivered)
+        self.votes = np.zeros(self.K)                             # lambda_k (delivered)
         self.voted = np.zeros((self.N, self.K), dtype=bool)       # the coordinator's voters of each arm
         self.sent = np.zeros((self.N, self.K), dtype=bool)        # votes each agent sent
         self.votes_sent = 0
@@ -146,10 +190,8 @@ class MultiAgentBAI(Protocol):
         self.timing_rng = sim.streams.for_("sampling")
         self.noise_rng = sim.streams.for_("privacy")
         self.events_mode = self.params["simulation"] == "events"
-        net = sim.network
-        net.subscribe_batch("vote", self._on_votes)
-        net.subscribe_batch("eliminate", self._on_eliminations)
-        net.subscribe_batch("rejoin", self._on_rejoin)
+        if self.voting:
+            self._connect()
         self._up = sim.faults.up if sim.faults.has_crashes else None
         if self._up is not None:
             sim.faults.on_restart(self._restarted)
@@ -163,6 +205,22 @@ class MultiAgentBAI(Protocol):
             self._cum = np.cumsum(self.weights)
             self.start_rounds()
             sim.every(1.0, self._round, start=1.0)
+
+    def _connect(self) -> None:
+        """Votes up, eliminations down, rejoins both ways (module docstring)."""
+        sim = self.sim
+        reliable = can_lose(sim.scenario)
+        timer = timer_from(self.params, 1.0) if reliable else None
+
+        def transport(kind: str, handler: Any) -> Transport:
+            return Transport(sim, kind, handler, timer=timer, attempts=self.params["give_up"], up=sim.faults.up,
+                             reliable=reliable)
+
+        self.vote_link = transport("vote", self._on_votes)
+        self.elimination_link = transport("eliminate", self._on_eliminations)
+        self.rejoin_link = transport("rejoin", self._on_rejoin)
+        if sim.network.adversary is not None:
+            self.vote_link.corruptible(rewriting(lie_vote))
 
     def start_events(self) -> None:
         raise NotImplementedError
@@ -209,7 +267,7 @@ class MultiAgentBAI(Protocol):
         self.sent[agent, arms[keep]] = True
         for k in arms[keep]:
             self.votes_sent += 1
-            self.sim.network.send(agent, self.server, "vote", int(k))
+            self.vote_link.send(agent, self.server, (int(k), 1.0))
 
     def keep_votes(self, count: int) -> np.ndarray:
         return np.ones(count, dtype=bool)
@@ -218,18 +276,18 @@ class MultiAgentBAI(Protocol):
         for msg in messages:
             if self.finished:
                 return
-            k = msg.payload
+            k, vote = msg.payload
             if self.voted[msg.src, k]:
                 continue  # a copy, or a vote sent again after a restart
             self.voted[msg.src, k] = True
-            self.votes[k] += 1
+            self.votes[k] += vote                                      # Alg. 1 line 10, Alg. 3 line 9
             if self.global_set[k] and self.votes[k] > self.M:          # Alg. 1 line 12, Alg. 2 line 20
                 self.global_set[k] = False
                 if self.global_set.sum() == 1:
                     self._finish(int(np.flatnonzero(self.global_set)[0]), "identified")
                     return
                 for agent in np.flatnonzero(self.in_play):
-                    self.sim.network.send(self.server, int(agent), "eliminate", int(k))
+                    self.elimination_link.send(self.server, int(agent), int(k))
 
     def _on_eliminations(self, messages) -> None:
         touched = []
@@ -241,18 +299,30 @@ class MultiAgentBAI(Protocol):
 
     # ---------------------------------------------------------------- crashes (module docstring)
     def _restarted(self, node: int, state: str) -> None:
-        net = self.sim.network
         if node == self.server:
+            if not self.voting:
+                return
             if state == "lost":
-                self.votes[:] = 0
+                self.votes[:] = 0.0
                 self.voted[:] = False
                 self.global_set[:] = True
+                self._forget(node)
             for agent in range(self.N):
-                net.send(self.server, agent, "rejoin", None)
+                self.rejoin_link.send(self.server, agent, None)
+            if not self.in_play.any():
+                self._settle()
         elif node < self.N:
             if state == "lost" and self.in_play[node]:
                 self.reset_learner(node)
-            net.send(node, self.server, "rejoin", None)
+            if self.voting:  # the baselines send nothing, so they have nothing to recover
+                if state == "lost":
+                    self._forget(node)
+                self.rejoin_link.send(node, self.server, None)
+                self._send_votes_again(node)
+
+    def _forget(self, node: int) -> None:
+        for link in (self.vote_link, self.elimination_link, self.rejoin_link):
+            link.forget(node)
 
     def reset_learner(self, agent: int) -> None:
         """Round mode: ``agent`` starts afresh (all arms active, no samples)."""
@@ -262,17 +332,17 @@ class MultiAgentBAI(Protocol):
         self.t_local[agent] = 0
         self.sent[agent] = False
 
+    def _send_votes_again(self, agent: int) -> None:
+        for k in np.flatnonzero(self.sent[agent]):
+            self.vote_link.send(agent, self.server, (int(k), 1.0))
+
     def _on_rejoin(self, messages) -> None:
-        net = self.sim.network
         for msg in messages:
             if msg.dst == self.server:  # an agent is back: tell it every global elimination so far
-                agent = msg.src
                 for k in np.flatnonzero(~self.global_set):
-                    net.send(self.server, agent, "eliminate", int(k))
+                    self.elimination_link.send(self.server, msg.src, int(k))
             else:                       # the coordinator is back and asks for the votes again
-                agent = msg.dst
-            for k in np.flatnonzero(self.sent[agent]):
-                net.send(agent, self.server, "vote", int(k))
+                self._send_votes_again(msg.dst)
 
     def on_told(self, agents: np.ndarray) -> None:
         """Event mode: agents just learnt of a global elimination."""
@@ -291,10 +361,13 @@ class MultiAgentBAI(Protocol):
     def _settle(self) -> None:
         """No agent is in play: the coordinator decides once the votes in flight have arrived (issue 19,
         bug 2: deciding at once dropped the votes the last agents sent at that instant or in transit);
-        it looks again one round later while any message is in flight."""
+        it looks again one round later while any message is in flight or any vote is still being
+        retransmitted, and not at all while it is down (its restart looks again)."""
         if self.finished:
             return
-        if self.sim.network.in_flight:
+        if self._up is not None and not self._up[self.server]:
+            return
+        if self.sim.network.in_flight or (self.voting and self.vote_link.outstanding()):
             self.sim.call_at(self.sim.now + 1.0, self._settle)
             return
         self.all_left(self.sim.now)

@@ -20,6 +20,7 @@ class Central(MultiAgentBAI):
     description = "rio2023 baseline CENTRAL: one successive elimination on pooled rewards"
     fields = COMMON
     voting = False
+    corruptible = ()  # the pooling is the paper's idealised full communication: no message carries a statistic
 
     def local_failure(self) -> float:
         return self.params["delta"]

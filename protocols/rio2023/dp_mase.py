@@ -10,7 +10,7 @@ import numpy as np
 from netsim import params as P
 from netsim.registry import register_protocol
 from protocols.privacy.mechanisms import LaplaceMechanism
-from protocols.rio2023.bai import COMMON, MultiAgentBAI
+from protocols.rio2023.bai import VOTING, MultiAgentBAI
 from protocols.rio2023.rules import dp_local_elimination, dp_radii, epoch_length
 
 
@@ -24,7 +24,7 @@ class DPMASE(MultiAgentBAI):
     description = "rio2023 DP-MASE: multi-agent successive elimination with eps-DP communications"
     bandit_kinds = ("bernoulli",)
     fields: ClassVar[dict[str, P.Field]] = {
-        **COMMON,
+        **VOTING,
         "epsilon": P.real(0.1, low=0.0, low_open=True, allow_inf=True,
                           doc="privacy level eps (Sec. 6.2: 0.05, 0.1, 0.25); inf = no noise",
                           label="privacy level ε", unit=""),

@@ -11,7 +11,7 @@ import numpy as np
 from netsim import params as P
 from netsim.errors import InputError
 from netsim.registry import register_protocol
-from protocols.rio2023.bai import COMMON, MultiAgentBAI
+from protocols.rio2023.bai import COMMON, VOTING, MultiAgentBAI
 from protocols.rio2023.paths import RewardPaths
 from protocols.rio2023.rules import eta_xi, se_eliminated
 
@@ -81,7 +81,7 @@ class CorruptedElimination(_SuccessiveElimination):
                                   doc="probability that a vote reaches the server flipped")}
     description = "rio2023 CORRUPTED ELIMINATION: (eps, eta)-private multi-agent BAI with corrupted votes"
     fields: ClassVar[dict[str, P.Field]] = {
-        **COMMON,
+        **VOTING,
         "eta": P.real(0.9, low=0.0, high=1.0, low_open=True, high_open=True,
                       doc="apparent privacy level eta (Sec. 6.3: 0.9)", label="apparent privacy level η", unit=""),
         "xi": P.real(0.0, low=0.0, high=1.0, high_open=True,
@@ -130,7 +130,7 @@ class MASE(_SuccessiveElimination):
     name = "mase"
     description = "rio2023 Alg. 1: multi-agent successive elimination with voting"
     fields: ClassVar[dict[str, P.Field]] = {
-        **COMMON,
+        **VOTING,
         "beta": P.real(0.5, low=0.0, high=1.0, low_open=True, high_open=True,
                        doc="failure probability of each agent's successive elimination",
                        label="local failure probability β", unit=""),
@@ -156,6 +156,7 @@ class Independent(_SuccessiveElimination):
     description = "rio2023 baseline INDEPENDENT: one successive elimination per agent, no communication"
     fields = COMMON
     voting = False
+    corruptible = ()
 
     def local_failure(self) -> float:
         return self.params["delta"]
