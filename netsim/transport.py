@@ -41,6 +41,15 @@ about bandits.
       acknowledgement covers new data; stopped when nothing is outstanding; on expiry every
       outstanding message of the pair is sent again and the timer backs off (attempt + 1). The
       backoff ends with a valid measurement or when the pair has nothing outstanding;
+    * a request whose *answer* is its acknowledgement (``acknowledgements=False``, the piggybacked
+      acknowledgement of a request/response exchange): the receiver sends no ``<kind>-ack``, and the
+      owner calls :meth:`Transport.acknowledge` when the answer to a number arrives at the sender
+      (the answer travels as a message of the owner's own, reliably if it likes, e.g. on a second
+      transport). Everything else (numbers, de-duplication, timer, give-up) is as above; a copy that
+      arrives after its number was handed over is not handed over again but reported to
+      ``on_duplicate``: a repeated request says that its answer was lost, and the owner may send
+      that answer again at once with :meth:`Transport.resend` (the fast retransmit of RFC 5681
+      Sec. 3.2, where duplicate acknowledgements play that role);
     * ``attempts`` bounds the transmissions of a message (``None``: until acknowledged; with
       exponential backoff an outage of length L then costs O(log L) retransmissions, once the
       timer reaches ``maximum`` one per ``maximum``); a message given up is reported to
@@ -164,17 +173,25 @@ class Transport:
         ``on_give_up(src, dst, payload)`` for every message given up.
     up:
         Boolean array over nodes, true while a node runs (``sim.faults.up``); ``None``: always up.
+    acknowledgements:
+        ``False``: the receiver sends no acknowledgements; the owner calls :meth:`acknowledge` when
+        the answer to a message arrives (a request whose answer acknowledges it).
+    on_duplicate:
+        ``on_duplicate(message)`` for every copy that is not handed over (its number was), payload
+        as the owner sent it.
     """
 
     def __init__(self, sim: Any, kind: str, handler: Callable[[list[Message]], None], *, timer: RetransmitTimer,
                  attempts: int | None = None, on_give_up: Callable[[int, int, Any], None] | None = None,
-                 up: np.ndarray | None = None):
+                 up: np.ndarray | None = None, acknowledgements: bool = True,
+                 on_duplicate: Callable[[Message], None] | None = None):
         if attempts is not None and attempts < 1:
             raise ValueError(f"attempts = {attempts!r}; accepted: an integer >= 1 or None")
         self.sim, self.network = sim, sim.network
         self.kind, self.ack_kind = kind, f"{kind}-ack"
         self.handler, self.timer = handler, timer
         self.attempts, self.on_give_up, self.up = attempts, on_give_up, up
+        self.acknowledgements, self.on_duplicate = acknowledgements, on_duplicate
         self.counts = dict.fromkeys(TRANSPORT_COUNTS, 0)
         self._next: dict[tuple[int, int], int] = {}                    # (src, dst) -> next sequence number
         self._outstanding: dict[tuple[int, int], dict[int, _Pending]] = {}
@@ -186,7 +203,8 @@ class Transport:
         self._armed = math.inf
         self._tokens = 0
         self.network.subscribe_batch(kind, self._on_data)
-        self.network.subscribe_batch(self.ack_kind, self._on_ack)
+        if acknowledgements:
+            self.network.subscribe_batch(self.ack_kind, self._on_ack)
 
     # ------------------------------------------------------------------ sending
     def send(self, src: int, dst: int, payload: Any, *, size: int = 1) -> int:
@@ -201,6 +219,32 @@ class Transport:
         if pair not in self._token:                                    # (5.1): start the timer if not running
             self._start(pair)
         return seq
+
+    def acknowledge(self, src: int, dst: int, seq: int, *, sample: bool = True) -> bool:
+        """The answer to number ``seq`` of ``src -> dst`` arrived at ``src``: stop retransmitting it.
+
+        For a transport without acknowledgements (``acknowledgements=False``). ``sample``: the
+        answer measures the round trip (Karn's rule still applies: only a message never
+        retransmitted gives a sample). Returns False when ``seq`` was no longer outstanding.
+        """
+        return self._settle((src, dst), (seq,), sample=sample)
+
+    def resend(self, src: int, dst: int) -> int:
+        """Send every outstanding message of ``src -> dst`` again now, without backing off the timer.
+
+        RFC 5681's fast retransmit, for an owner that learnt that an answer was lost (a repeated
+        request). The copies count as retransmissions, so by Karn's rule they give no RTT sample.
+        Returns how many were sent.
+        """
+        queue = self._outstanding.get((src, dst))
+        if not queue or (self.up is not None and not self.up[src]):
+            return 0
+        low = next(iter(queue))
+        for seq, pending in queue.items():
+            pending.attempts += 1
+            self.counts["retransmitted"] += 1
+            self.network.send(src, dst, self.kind, (seq, low, pending.payload), size=pending.size)
+        return len(queue)
 
     def outstanding(self, src: int | None = None) -> int:
         """Messages sent and not yet acknowledged (of ``src``, or of every sender)."""
@@ -317,8 +361,11 @@ class Transport:
                 fresh.append(msg._replace(payload=payload))
             else:
                 self.counts["duplicates"] += 1
-        for (node, src), seqs in acks.items():
-            self.network.send(node, src, self.ack_kind, tuple(seqs))
+                if self.on_duplicate is not None:
+                    self.on_duplicate(msg._replace(payload=payload))
+        if self.acknowledgements:
+            for (node, src), seqs in acks.items():
+                self.network.send(node, src, self.ack_kind, tuple(seqs))
         if fresh:
             self.handler(fresh)
 
@@ -347,25 +394,27 @@ class Transport:
         return True
 
     def _on_ack(self, messages: list[Message]) -> None:
-        now = self.sim.now
         for msg in messages:
-            pair = (msg.dst, msg.src)
-            queue = self._outstanding.get(pair)
-            if not queue:
-                continue
-            new = False
-            for seq in msg.payload:
-                pending = queue.pop(seq, None)
-                if pending is None:
-                    continue  # a copy of an acknowledgement, or of a cancelled message
-                new = True
-                self.counts["acknowledged"] += 1
-                if pending.attempts == 0:                              # Karn's rule
-                    self.timer.sample(pair, now - pending.first_sent)
-                    self._backoff.pop(pair, None)                      # a valid measurement ends the backoff
-            if not new:
-                continue
+            self._settle((msg.dst, msg.src), msg.payload)
+
+    def _settle(self, pair: tuple[int, int], seqs: Any, *, sample: bool = True) -> bool:
+        """The numbers ``seqs`` of ``pair`` were acknowledged; True if any was still outstanding."""
+        queue = self._outstanding.get(pair)
+        if not queue:
+            return False
+        new = False
+        for seq in seqs:
+            pending = queue.pop(seq, None)
+            if pending is None:
+                continue  # a copy of an acknowledgement, or of a cancelled message
+            new = True
+            self.counts["acknowledged"] += 1
+            if sample and pending.attempts == 0:                       # Karn's rule
+                self.timer.sample(pair, self.sim.now - pending.first_sent)
+                self._backoff.pop(pair, None)                          # a valid measurement ends the backoff
+        if new:
             if queue:
                 self._start(pair)                                      # (5.3)
             else:
                 self._stop(pair)                                       # (5.2)
+        return new

@@ -80,12 +80,13 @@ import numpy as np
 from netsim import faults
 from netsim import params as P
 from netsim.activation import poisson_edge_clocks, uniform_edge_clock
+from netsim.corruption import rewriting
 from netsim.errors import InputError, ProtocolError
-from netsim.network import Message
+from netsim.messages import Message
 from netsim.protocol import Protocol
 from netsim.registry import register_protocol
 from protocols.privacy.tree import BinaryTreeCounter
-from protocols.zhu2021.exchange import EXCHANGE_COUNTS, PairwiseExchange
+from protocols.zhu2021.exchange import EXCHANGE_COUNTS, REPLY, REQUEST, PairwiseExchange
 from protocols.zhu2021.gossip import gossip_lambda2, gossip_update
 from protocols.zhu2021.rules import (
     confidence_bound,
@@ -118,6 +119,7 @@ class GossipUCB(Protocol):
     servers = 0
     bandit_kinds = ("bernoulli", "gaussian", "heterogeneous", "csv", "diabetes")
     crash_states = ("kept", "lost")
+    corruptible = (REQUEST, REPLY, NTILDE)
     columns = ("lambda2", "epsilon_spent", "noise_terms", "gossip_exchanges", "ntilde_reads", "forced_pulls",
                "late_best_fraction", *(f"exchanges_{k}" for k in EXCHANGE_COUNTS))
 
@@ -136,6 +138,11 @@ class GossipUCB(Protocol):
             raise InputError(f"paper mode reads neighbours without messages, so {', '.join(sorted(message_faults))} "
                              "would have no effect; accepted: protocol.mode = 'realistic' with message faults",
                              key="protocol.mode")
+        adversary = scenario.adversary
+        if scenario.protocol["mode"] == "paper" and (adversary["byzantine"] > 0 or adversary["agents"] or
+                                                     adversary["link_corruption"] > 0):
+            raise InputError("paper mode reads neighbours without messages, so an adversary would corrupt nothing; "
+                             "accepted: protocol.mode = 'realistic' with an [adversary] section", key="protocol.mode")
 
     def epsilon(self) -> float:
         """Privacy level of the observation sums (inf: Gossip_UCB, no noise)."""
@@ -174,18 +181,21 @@ class GossipUCB(Protocol):
         self._agents = np.arange(n_agents)
         self._realistic = self.params["mode"] == "realistic"
         gossip_rng = sim.streams.for_("gossip")
+        self._up = sim.faults.up[:n_agents] if sim.faults.has_crashes else None
         if self._realistic:
-            self._heard = np.zeros((n_agents, n_arms))
             self.exchange = PairwiseExchange(sim, width=n_arms, value=lambda i: self.theta[i], move=self._move,
-                                             timeout=self.params["exchange_timeout"], min_timeout=self.period)
-            sim.network.subscribe_batch(NTILDE, self._on_ntilde)
+                                             timeout=self.params["exchange_timeout"], min_timeout=self.period,
+                                             up=sim.faults.up if sim.faults.has_crashes else None)
+            self.exchange.corruptible()
+            self._initiator = sim.streams.for_("gossip-initiator")
+            sim.network.subscribe_deferred(NTILDE)
+            sim.network.corruptible(NTILDE, rewriting(lambda counts, lie: lie(counts)))
             poisson_edge_clocks(sim.env, sim.network, gossip_rng, self._gossip_now,
                                 rate=self.params["gossip_rate"] / len(self.edges))
         else:
             # Started before the agent clock, so at every instant the link is drawn first.
             uniform_edge_clock(sim.env, sim.network, gossip_rng, self._remember_edge, period=self.period,
                                start=self.period)
-        self._up = sim.faults.up[:n_agents] if sim.faults.has_crashes else None
         self._fresh: list[int] = []   # agents back from a crash with state "lost", re-initialised next tick
         if self._up is not None:
             sim.faults.on_restart(self._restarted)
@@ -243,7 +253,7 @@ class GossipUCB(Protocol):
         active = self._active()
         lagging = consistency_set(n, self.ntilde, big_n)                           # line 6, uses ñ(t)
         if self._realistic:
-            heard, self._heard = self._heard, np.zeros_like(self._heard)
+            heard = self._heard()
         else:
             heard = neighbour_max(self.ntilde, self.hood)
             self._count_reads()
@@ -285,19 +295,39 @@ class GossipUCB(Protocol):
 
     # ------------------------------------------------------------------ realistic-mode messages
     def _send_ntilde(self) -> None:
-        network, m = self.sim.network, self.num_arms
+        """Every agent that is up sends its ñ (M counts) to each neighbour: one engine call for all."""
+        m = self.num_arms
         senders = self._agents if self._up is None else self._agents[self._up]
-        for i in senders:
-            network.broadcast(int(i), NTILDE, self.ntilde[i].copy(), size=m)
+        counts = self.ntilde[senders].ravel()
+        self.sim.network.broadcast_chunks(NTILDE, senders, np.arange(len(senders) + 1) * m, counts)
         self.ntilde_reads += 2 * len(self.edges)
 
-    def _on_ntilde(self, messages: list[Message]) -> None:
-        heard = self._heard
-        for msg in messages:
-            np.maximum(heard[msg.dst], msg.payload, out=heard[msg.dst])
+    def _heard(self) -> np.ndarray:
+        """max_j ñ_j over the ñ messages each agent received since its last tick (0 where none came)."""
+        m = self.num_arms
+        heard = np.zeros((self.num_agents, m))
+        records = self.sim.network.collect(NTILDE)
+        if not records:
+            return heard
+        dst, rows, single_dst, single_rows = [], [], [], []
+        for record in records:
+            if type(record) is Message:  # a message that travelled alone (a record reader may get those)
+                single_dst.append(record.dst)
+                single_rows.append(record.payload)
+            else:
+                dst.append(record.dst)
+                rows.append(record.payload.reshape(-1, m)[record.start // m])
+        if single_dst:
+            dst.append(np.array(single_dst, dtype=np.int64))
+            rows.append(np.array(single_rows).reshape(-1, m))
+        np.maximum.at(heard, np.concatenate(dst), np.concatenate(rows))
+        return heard
 
     def _gossip_now(self, u: int, v: int) -> None:
-        """A link fired: u opens a pairwise exchange with v (:mod:`protocols.zhu2021.exchange`)."""
+        """A link fired: one of its ends, each with probability 1/2, opens a pairwise exchange with the
+        other (:mod:`protocols.zhu2021.exchange`)."""
+        if self._initiator.random() < 0.5:
+            u, v = v, u
         if self.t == 0 or (self._up is not None and not self._up[u]):
             return  # nothing to gossip before initialisation; a crashed agent starts nothing
         self.exchange.begin(u, v)
@@ -307,7 +337,7 @@ class GossipUCB(Protocol):
 
     # ------------------------------------------------------------------ results
     def results(self) -> dict[str, float]:
-        exchanges = ({f"exchanges_{k}": v for k, v in self.exchange.counts.items()} if self._realistic else {})
+        exchanges = ({f"exchanges_{k}": v for k, v in self.exchange.results().items()} if self._realistic else {})
         return {
             "lambda2": self.lambda2,
             "epsilon_spent": self.counter.epsilon_spent,
