@@ -73,10 +73,46 @@ class Sender(Protocol):
 protocols._items.setdefault(Sender.name, Sender)
 
 
-def run(protocol=None, faults=None, *, delay=1.0, loss=0.0, horizon=50.0, seed=3):
+class Asker(Protocol):
+    """Test protocol: agent 0 sends one request at t = 0 on a transport without acknowledgements; agent 1
+    answers with a plain ``answer`` message, and again whenever a copy of the request comes back; the answer
+    acknowledges the request (``sample``: it measures the round trip)."""
+
+    name = "test-transport-asker"
+    servers = None
+    fields = {"sample": P.boolean(True), "initial": P.real(3.0, low=0.0)}
+
+    def start(self):
+        sim = self.sim
+        self.asked, self.answers, self.copies = [], [], []
+        self.timer = RetransmitTimer(initial=self.params["initial"], minimum=0.5, maximum=100.0)
+        self.transport = Transport(sim, "ask", self._on_ask, timer=self.timer, acknowledgements=False,
+                                   on_duplicate=self._on_copy)
+        sim.network.subscribe_batch("answer", self._on_answer)
+        sim.call_at(0.0, lambda: self.__setattr__("seq", self.transport.send(0, 1, "question")))
+
+    def _on_ask(self, messages):
+        for m in messages:
+            self.asked.append((self.sim.now, m.payload))
+            self.sim.network.send(1, 0, "answer", m.payload)
+
+    def _on_copy(self, message):
+        self.copies.append((self.sim.now, message.payload))
+        self.sim.network.send(1, 0, "answer", message.payload)
+
+    def _on_answer(self, messages):
+        for _ in messages:
+            self.answers.append(self.sim.now)
+            self.transport.acknowledge(0, 1, self.seq, sample=self.params["sample"])
+
+
+protocols._items.setdefault(Asker.name, Asker)
+
+
+def run(protocol=None, faults=None, *, delay=1.0, loss=0.0, horizon=50.0, seed=3, name=Sender.name):
     network = {"topology": "path", "agents": 2, "loss": loss,
                "delay": delay if isinstance(delay, dict) else {"model": "constant", "value": delay}}
-    doc = scenario_dict(protocol={"name": Sender.name, **(protocol or {})}, network=network,
+    doc = scenario_dict(protocol={"name": name, **(protocol or {})}, network=network,
                         run={"horizon": horizon, "checkpoints": 2, "seed": seed})
     if faults is not None:
         doc["faults"] = faults
@@ -140,6 +176,46 @@ def test_receiver_memory_follows_the_senders_low_water_mark():
     t = proto.transport
     assert sorted(p for _, p in proto.delivered) == list(range(40))
     assert t._floor[(1, 0)] == 40 and not t._above[(1, 0)]
+
+
+def test_an_answer_acknowledges_its_request():
+    proto, row = run(name=Asker.name)                  # asked at 0, delivered at 1, answered at 2
+    assert proto.asked == [(1.0, "question")] and proto.answers == [2.0]
+    assert proto.transport.outstanding() == 0 and proto.transport.counts["retransmitted"] == 0
+    assert proto.timer.srtt((0, 1)) == pytest.approx(2.0)
+    assert "sent_ask-ack" not in row                    # no acknowledgement messages
+    proto, _ = run({"sample": False}, name=Asker.name)
+    assert proto.timer.samples == 0
+
+
+def test_a_repeated_request_reports_the_copy_and_the_answer_stops_the_timer():
+    # the answer sent at t = 1 is lost (link down [1, 1.5)); the request goes again at t = 3 (initial RTO),
+    # arrives at 4 as a copy (not handed over again), is answered again, and that answer ends it at 5
+    # without an RTT sample (Karn: the request was retransmitted)
+    proto, _ = run(faults={"links": [{"u": 0, "v": 1, "start": 1.0, "end": 1.5}]}, name=Asker.name)
+    assert proto.asked == [(1.0, "question")] and proto.copies == [(4.0, "question")]
+    assert proto.answers == [5.0] and proto.transport.outstanding() == 0
+    assert proto.transport.counts["duplicates"] == 1 and proto.timer.samples == 0
+
+
+def test_resend_is_a_fast_retransmit_without_backoff():
+    # the acknowledgement of the message sent at 0 is lost (link down [0.9, 1.1)); resend() at 1.2 sends it
+    # again, it arrives at 2.2 as a copy and its acknowledgement at 3.2 ends the exchange before the RTO (5)
+    class Resender(Sender):
+        name = "test-transport-resender"
+
+        def start(self):
+            super().start()
+            self.sim.call_at(1.2, lambda: self.resent.append(self.transport.resend(0, 1)))
+            self.resent = []
+
+    protocols._items.setdefault(Resender.name, Resender)
+    proto, _ = run({"count": 1, "initial": 5.0}, {"links": [{"u": 0, "v": 1, "start": 0.9, "end": 1.1}]},
+                   name=Resender.name)
+    t = proto.transport
+    assert proto.resent == [1] and proto.delivered == [(1.0, 0)]
+    assert t.counts["retransmitted"] == 1 and t.counts["duplicates"] == 1 and t.outstanding() == 0
+    assert proto.timer.samples == 0                     # Karn: it was sent twice
 
 
 def test_lie_replaces_values_by_draws_of_q():

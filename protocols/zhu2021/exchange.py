@@ -12,25 +12,31 @@ algorithms", IEEE Trans. Inf. Theory 52(6), 2006) made atomic on asynchronous, l
 responder applies its half and sends the initiator's half, the *transfer*, in a reply that is
 delivered reliably and applied exactly once, so no half is ever lost or doubled:
 
-1. Link (u, v) fires at time s; unless u has an exchange open, it opens exchange number k
-   (per-sender numbers with incarnations, :class:`netsim.sequencing.Sequencer`) and sends the
-   request ``zhu2021-theta`` = (k, a), a = theta_u(s), on a :class:`netsim.transport.Transport`
-   whose answer is its acknowledgement: it is retransmitted on u's RFC 6298 timer for the pair
-   (u, v) until the reply arrives, at most ``ATTEMPTS`` times in all; then u gives up and closes
-   k. Copies are handed to v once, whatever loss, duplication and reordering did.
+1. Link (u, v) fired at time s and u is the end that opens (the protocol picks either end with
+   probability 1/2). Unless u has an exchange open, it opens exchange number k (per-sender
+   numbers with incarnations, :class:`netsim.sequencing.Sequencer`) and sends the request
+   ``zhu2021-theta`` = (k, a), a = theta_u(s), on a :class:`netsim.transport.Transport` whose
+   answer is its acknowledgement: it is retransmitted on the RFC 6298 timer of the pair (u, v)
+   until the reply arrives, at most ``ATTEMPTS`` times in all; then u gives up and closes k.
+   Copies are handed to v once, whatever loss, duplication and reordering did.
 2. v receives (k, a) at r. A request numbered at or below the newest v took from u is stale (u
-   gave up on it and has moved on) and is ignored. If v has an exchange of its own open it
-   refuses: reply (k, None). Otherwise, with b = theta_v(r), it applies its half,
-   theta_v <- theta_v + (a - b) / 2 = (a + b) / 2, and replies (k, d) with the transfer
-   d = -(a - b) / 2 (``zhu2021-theta-reply``), on a second transport that retransmits it until
-   u acknowledges it (no give-up) and hands it over once.
+   gave up on it and has moved on) and is ignored. Otherwise, with b = theta_v(r), v applies its
+   half, theta_v <- theta_v + (a - b) / 2 = (a + b) / 2, and replies (k, d) with the transfer
+   d = -(a - b) / 2 (``zhu2021-theta-reply``) on a second transport that retransmits it until u
+   acknowledges it (no give-up) and hands it over once. A copy of a request v already answered
+   says that the reply was lost: v sends it again at once (:meth:`Transport.resend`, RFC 5681's
+   fast retransmit) instead of waiting for its own timer.
 3. u applies every transfer it receives, theta_u <- theta_u + d, whenever it arrives, and closes
-   k if k is still open (the reply acknowledges the request). While k was open u's theta moved
-   only by its own increments X~_u(t) - X~_u(t - 1) (an open node refuses requests), so it ends
-   at (a + b) / 2 plus those increments: both ends applied one average of one pair (a, b). A
-   reply to an exchange u already gave up on (*late*) is applied all the same: v has moved, so u
-   must too. A reply to an exchange of an earlier incarnation of u (u lost its state since) is
-   ignored: that state is gone.
+   k if k is still open (the reply acknowledges the request). A reply to an exchange u gave up on
+   (*late*) is applied all the same: v has moved, so u must too. A reply owed to an earlier
+   incarnation of u (u lost its state since) is ignored: that state is gone.
+4. While its own exchange k is open, a node answers (step 2) at most one request; further ones
+   are refused, reply (k', None), which moves nothing and closes the asker's exchange. One answer
+   keeps every value a convex combination: if v, open with a = theta_v sent to w, answers u's a_u,
+   then gets w's transfer (b_w - a) / 2, it ends at (a_u + b_w) / 2 (plus its own increments)
+   while u holds (a_u + a) / 2 and w (a + b_w) / 2, a doubly stochastic mixing of the three
+   values; a second answer would give a its weight -1/4. (Refusing every request while open, as
+   the previous version did, wasted about a third of the exchanges on K3 with unit-mean delays.)
 
 Timers (:class:`netsim.transport.RetransmitTimer`, one for both transports, keyed by the ordered
 pair: the round trip u -> v -> u whichever message measures it): initial RTO ``exchange_timeout``,
@@ -52,10 +58,12 @@ Invariants (``tests/test_zhu2021_realistic.py``):
   transfers owed to its earlier life are dropped. With no reply in flight, T = 0 and this is
   Eq. (9) itself.
 * **Line 20.** With zero delay and no loss steps 1-3 happen at the instant s and give both
-  endpoints (a + b) / 2 (up to the last bit: a + (b - a) / 2 and b + (a - b) / 2).
-* **Range.** An exchange closed by its reply applies an average of two values, so it cannot leave
-  the range of the values being averaged; only a late reply applies a stale difference. Tests
-  check max_i |theta_i(t)| <= max_i |theta_i(0)| + 2 sum_{tau <= t} max_i |X~_i(tau) - X~_i(tau - 1)|.
+  endpoints (a + b) / 2 (up to the last bit: a + (b - a) / 2 and b + (a - b) / 2): Alg. 1
+  line 20 applied at s.
+* **Range.** An exchange closed by its reply, with at most one answer given while open (step 4),
+  applies a convex combination of existing values, so it cannot leave their range; only a late
+  reply applies a stale difference. Tests check max_i |theta_i(t)| <= max_i |theta_i(0)|
+  + 2 sum_{tau <= t} max_i |X~_i(tau) - X~_i(tau - 1)|.
 """
 
 from __future__ import annotations
