@@ -161,7 +161,8 @@ class GossipUCB(Protocol):
         self.edges = np.array(sorted((min(u, v), max(u, v)) for u, v in graph.edges()), dtype=np.int64)
         self.rng = sim.streams.for_("protocol")
         self.best_arm = sim.bandit.best_arm
-        self.counter = BinaryTreeCounter(epsilon=self.epsilon(), horizon=self.ticks, shape=(n_agents, n_arms),
+        # one counter per (agent, arm), at flat index agent * M + arm
+        self.counter = BinaryTreeCounter(epsilon=self.epsilon(), horizon=self.ticks, shape=(n_agents * n_arms,),
                                          rng=sim.streams.for_("privacy"))
         self.initial = np.zeros((n_agents, n_arms))   # X(0), Alg. 4 line 1
         self.n = np.zeros((n_agents, n_arms))
@@ -230,7 +231,7 @@ class GossipUCB(Protocol):
         """A crashed agent is back; with ``state = "lost"`` it starts afresh (module docstring)."""
         if node >= self.num_agents or state != "lost":
             return
-        self.counter.restart(node)
+        self.counter.restart(slice(node * self.num_arms, (node + 1) * self.num_arms))
         self.exchange.forget(node)
         self._fresh.append(node)
 
@@ -259,21 +260,25 @@ class GossipUCB(Protocol):
             self._count_reads()
         self.ntilde = propagate_max_counts(n, self.ntilde, heard)                  # line 5, ñ(t+1)
         bonus = confidence_bound(n, t, big_n, horizon=self.ticks, epsilon=self.epsilon())
-        arms = select_arms(self.theta, bonus, lagging, self.rng)                   # lines 7-13
+        forced = lagging.any(axis=1)                                               # A_i non-empty
+        arms = select_arms(self.theta, bonus, lagging, self.rng, forced=forced)   # lines 7-13
         self.arms, self.lagging = arms, lagging
         if len(active) < big_n:
-            arms, lagging = arms[active], lagging[active]
-        self.forced_pulls += int(lagging.any(axis=1).sum())
+            arms, forced = arms[active], forced[active]
+        self.forced_pulls += int(np.count_nonzero(forced))
         rewards = self.sim.bandit.pull_many(active, arms)                          # line 14
-        n[active, arms] += 1.0                                                     # line 15
-        released = self.counter.release((active, arms), t, rewards)               # Alg. 3, X(1..t)
+        pulled = active * self.num_arms + arms      # flat (agent, arm) entries of the N x M arrays
+        counts = n.reshape(-1)
+        counts[pulled] += 1.0                                                      # line 15
+        released = self.counter.release(pulled, t, rewards)                       # Alg. 3, X(1..t)
+        new_mean = (self.initial.reshape(-1)[pulled] + released) / counts[pulled]  # Eq. (2)
+        means = self.xbar.reshape(-1)
         delta = np.zeros_like(self.xbar)
-        new_mean = (self.initial[active, arms] + released) / n[active, arms]      # Eq. (2)
-        delta[active, arms] = new_mean - self.xbar[active, arms]
-        self.xbar[active, arms] = new_mean
+        delta.reshape(-1)[pulled] = new_mean - means[pulled]
+        means[pulled] = new_mean
         if t > self.ticks // 2:
             self.late_pulls += len(active)
-            self.late_best += int((arms == self.best_arm).sum())
+            self.late_best += int(np.count_nonzero(arms == self.best_arm))
         if self._realistic:
             self.theta += delta                                                    # line 22
             self._send_ntilde()
