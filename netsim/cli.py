@@ -32,6 +32,9 @@ examples:
   netsim run my.toml --set network.agents=20 --set protocol.epsilon=0.5
   netsim list                              bundled scenarios and protocols
   netsim show quickstart --set run.horizon=500
+  netsim show quickstart --doc             every key with its meaning, unit and accepted values
+  netsim explain network.delay             what a key (or a result column such as comm_cost) means
+  netsim schema --out netsim-scenario.schema.json   a JSON Schema of scenario files for editors
   netsim plot results/quickstart
   netsim trace li2022-gis-path5 --until 250 --kinds gis-adv,gis-req,gis-data --out trace.jsonl
   netsim sweep quickstart --grid network.agents=5,10 --grid network.topology=ring,complete --trials 4
@@ -118,6 +121,21 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("scenario", help="scenario file or bundled name")
     show.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                       help="override a scenario key (repeatable)")
+    show.add_argument("--doc", action="store_true",
+                      help="a comment above every key: its label, unit, meaning, accepted values and default")
+
+    explain = sub.add_parser("explain", help="what a scenario key or result column means",
+                             description="Print what a dotted scenario key (network.delay, protocol.epsilon) or a "
+                                         "result column (comm_cost) means: its label, unit, default, accepted "
+                                         "values, where it applies (a protocol, topology, bandit kind or law) and "
+                                         "the keys under it.")
+    explain.add_argument("keys", nargs="+", metavar="KEY", help="a dotted scenario key or a result column")
+
+    schema = sub.add_parser("schema", help="write a JSON Schema of scenario files, for editors",
+                            description="Write the JSON Schema (draft 2020-12) of scenario files: every key with its "
+                                        "label, unit, meaning, default and accepted values, built from the "
+                                        "definitions netsim validates with. Point an editor's TOML plug-in at it.")
+    schema.add_argument("--out", type=Path, default=None, help="file to write (default: standard output)")
 
     trace = sub.add_parser("trace", help="message-level timeline (JSON lines) and a sequence diagram",
                            description="Run trial 0 of a scenario with tracing on; write every send, delivery, "
@@ -374,7 +392,37 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from netsim import scenario as S
 
-    print(S.resolved_toml(S.load(args.scenario, args.overrides)), end="")
+    scenario = S.load(args.scenario, args.overrides)
+    if args.doc:
+        from netsim.catalog import annotated_toml
+
+        print(annotated_toml(scenario), end="")
+    else:
+        print(S.resolved_toml(scenario), end="")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from netsim.catalog import explain
+
+    texts = [explain(key) for key in args.keys]  # every key checked before anything is printed
+    print("\n".join(texts), end="")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    import json
+
+    from netsim.results import atomic_write
+    from netsim.schema import scenario_schema
+
+    text = json.dumps(scenario_schema(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    if args.out is None:
+        print(text, end="")
+        return 0
+    out = output_path(args.out, args.out, folder=False)
+    atomic_write(out, text.encode())
+    print(f"wrote {out}")
     return 0
 
 
@@ -465,7 +513,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 MAX_AUDIT_TRIALS = 10_000_000
 
 COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "plot": cmd_plot, "sweep": cmd_sweep,
-            "study": cmd_study, "trace": cmd_trace, "audit": cmd_audit}
+            "study": cmd_study, "trace": cmd_trace, "audit": cmd_audit, "explain": cmd_explain,
+            "schema": cmd_schema}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -63,14 +63,21 @@ class Distribution:
 
 
 _NONNEG = dict(low=0.0)
+# Labels: "{}" stands for the label of the key holding the law (network.delay.mean: "mean per-hop
+# delay"); unit None: the holder's unit.
 MODELS: dict[str, dict[str, P.Field]] = {
-    "constant": {"value": P.real(low=0.0, doc="the value")},
-    "uniform": {"low": P.real(**_NONNEG), "high": P.real(**_NONNEG)},
+    "constant": {"value": P.real(low=0.0, doc="the value", label="{}")},
+    "uniform": {"low": P.real(**_NONNEG, doc="lower end", label="{}, lower end"),
+                "high": P.real(**_NONNEG, doc="upper end", label="{}, upper end")},
     # mean = 0 is the degenerate law (every delay 0): the zero point of a delay sweep
-    "exponential": {"mean": P.real(low=0.0)},
-    "lognormal": {"mean": P.real(low=0.0, low_open=True), "sigma": P.real(low=0.0)},
-    "bernoulli": {"p": P.probability()},
-    "normal": {"mean": P.real(), "sigma": P.real(low=0.0)},
+    "exponential": {"mean": P.real(low=0.0, doc="the mean (0: every value 0)", label="mean {}")},
+    "lognormal": {"mean": P.real(low=0.0, low_open=True, label="mean {}",
+                                 doc="the mean of the value itself, not the log-mean mu (mu = ln(mean) - sigma^2 / 2)"),
+                  "sigma": P.real(low=0.0, doc="standard deviation of the value's logarithm", label="sigma of log {}",
+                                  unit="")},
+    "bernoulli": {"p": P.probability(doc="probability of the value 1", label="{}, P(1)")},
+    "normal": {"mean": P.real(doc="the mean", label="mean {}"),
+               "sigma": P.real(low=0.0, doc="the standard deviation", label="sd of {}")},
 }
 
 DELAY_MODELS = ("constant", "uniform", "exponential", "lognormal")
@@ -93,3 +100,19 @@ def parse_distribution(raw: Any, *, key: str, models: tuple[str, ...], source: s
     if model == "uniform" and args["low"] > args["high"]:
         raise InputError("low must not exceed high", source=source, key=f"{key}.low")
     return Distribution(model, args)
+
+
+def distribution_field(models: tuple[str, ...], default: Any, *, doc: str, label: str, unit: str) -> P.Field:
+    """The field of a key holding a law ``{ model = ..., <args> }`` out of ``models`` (checked later
+    by :func:`parse_distribution`; a bare number is a constant when ``constant`` is a model)."""
+    options = []
+    if "constant" in models:
+        options.append({"type": "number", "minimum": 0})
+    for model in models:
+        fields = MODELS[model]
+        options.append({"type": "object", "properties": {"model": {"const": model},
+                                                          **{k: f.schema for k, f in fields.items()}},
+                        "required": ["model", *fields], "additionalProperties": False})
+    return P.Field("a table { model = ... } with model one of " + ", ".join(models), lambda v: v, default,
+                   f"{doc}; models: " + "; ".join(f"{m} ({', '.join(MODELS[m])})" for m in models), label, unit,
+                   {"anyOf": options})

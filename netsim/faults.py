@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netsim import params as P
-from netsim.distributions import DELAY_MODELS, Distribution, parse_distribution
+from netsim.distributions import DELAY_MODELS, Distribution, distribution_field, parse_distribution
 from netsim.errors import InputError
 
 if TYPE_CHECKING:
@@ -50,34 +50,53 @@ if TYPE_CHECKING:
 
 FAULT_KINDS = ("link_down", "crash", "duplication", "reorder")
 STATES = ("kept", "lost")
-EXTRAS = ("dropped_link_down", "dropped_crashed", "duplicated", "reordered")
+#: the trials columns of a scenario with faults (a mapping: name -> its description)
+EXTRAS = {
+    "dropped_link_down": P.column("messages lost on down links", doc="messages dropped because their link was down"),
+    "dropped_crashed": P.column("messages lost at crashed nodes",
+                                doc="messages dropped because their receiver was down when they arrived"),
+    "duplicated": P.column("messages duplicated", doc="messages delivered a second time (faults.duplication)"),
+    "reordered": P.column("messages reordered", doc="messages given the extra delay faults.reorder_delay"),
+}
 
+_LIST = {"type": "array", "items": {"type": "object"}}
 FAULTS = {
     "links": P.Field("a list of tables { u, v, start, end }", lambda v: v if isinstance(v, list) else None, [],
-                     doc="scheduled link down intervals [start, end) of the link between u and v"),
-    "link_down_rate": P.real(0.0, low=0.0, doc="rate at which each up link goes down (per unit time; 0 = never)"),
+                     doc="scheduled link down intervals [start, end) of the link between u and v",
+                     label="scheduled link outages", unit="", schema=_LIST),
+    "link_down_rate": P.real(0.0, low=0.0, doc="rate at which each up link goes down (per unit time; 0 = never)",
+                             label="link failure rate", unit="per slot"),
     "link_up_rate": P.real(1.0, low=0.0, low_open=True, doc="rate at which a down link comes back (mean outage "
-                                                              "1 / link_up_rate)"),
+                                                              "1 / link_up_rate)", label="link repair rate",
+                           unit="per slot"),
     "crashes": P.Field("a list of tables { node, start, end }", lambda v: v if isinstance(v, list) else None, [],
-                       doc="scheduled node crashes [start, end); end = inf: the node never restarts"),
-    "crash_rate": P.real(0.0, low=0.0, doc="rate at which each agent crashes (per unit time; 0 = never)"),
-    "restart_rate": P.real(0.0, low=0.0, doc="rate at which a crashed agent restarts (0 = never)"),
-    "state": P.choice(STATES, "kept", doc="whether a restarted node keeps its protocol state"),
-    "duplication": P.probability(0.0, doc="probability that a message is delivered twice"),
-    "reorder": P.probability(0.0, doc="probability that a message gets the extra delay reorder_delay"),
-    "reorder_delay": P.Field("a delay table { model = ... }", lambda v: v, {"model": "exponential", "mean": 1.0},
-                             doc="law of the extra delay of reordered messages: " + ", ".join(DELAY_MODELS)),
+                       doc="scheduled node crashes [start, end); end = inf: the node never restarts",
+                       label="scheduled crashes", unit="", schema=_LIST),
+    "crash_rate": P.real(0.0, low=0.0, doc="rate at which each agent crashes (per unit time; 0 = never)",
+                         label="crash rate", unit="per slot"),
+    "restart_rate": P.real(0.0, low=0.0, doc="rate at which a crashed agent restarts (0 = never)",
+                           label="restart rate", unit="per slot"),
+    "state": P.choice(STATES, "kept", doc="whether a restarted node keeps its protocol state",
+                      label="state after a restart"),
+    "duplication": P.probability(0.0, doc="probability that a message is delivered twice",
+                                 label="duplication probability"),
+    "reorder": P.probability(0.0, doc="probability that a message gets the extra delay reorder_delay",
+                             label="reordering probability"),
+    "reorder_delay": distribution_field(DELAY_MODELS, {"model": "exponential", "mean": 1.0},
+                                        doc="law of the extra delay of reordered messages",
+                                        label="extra delay of reordered messages", unit="slots"),
 }
 LINK_DOWN = {
-    "u": P.integer(low=0),
-    "v": P.integer(low=0),
-    "start": P.real(low=0.0),
-    "end": P.real(low=0.0, allow_inf=True),
+    "u": P.integer(low=0, doc="one end of the link (node id)", label="node u"),
+    "v": P.integer(low=0, doc="the other end of the link (node id)", label="node v"),
+    "start": P.real(low=0.0, doc="when the link goes down", label="outage start", unit="slots"),
+    "end": P.real(low=0.0, allow_inf=True, doc="when it comes back (inf: never)", label="outage end", unit="slots"),
 }
 CRASH = {
-    "node": P.integer(low=0),
-    "start": P.real(low=0.0),
-    "end": P.real(math.inf, low=0.0, allow_inf=True),
+    "node": P.integer(low=0, doc="the node that crashes (id)", label="node"),
+    "start": P.real(low=0.0, doc="when it crashes", label="crash start", unit="slots"),
+    "end": P.real(math.inf, low=0.0, allow_inf=True, doc="when it restarts (inf: never)", label="crash end",
+                  unit="slots"),
 }
 
 

@@ -4,10 +4,16 @@ Scenario sections, protocols, bandit kinds, topologies and delay models all decl
 keys as :class:`Field` objects. :func:`validate` checks a parsed TOML table against them,
 fills defaults, and raises :class:`~netsim.errors.InputError` naming the dotted key and the
 accepted values (with a did-you-mean for unknown keys).
+
+A field also says how a person reads the key: a display ``label`` and a ``unit`` (figures,
+tables, ``netsim explain``), and a JSON ``schema`` of the accepted values (``netsim schema``).
+Result columns are described by the same objects (:func:`column`), so that every name a user
+meets has its meaning, label and unit in one place, next to the code that defines it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 from collections.abc import Callable, Mapping
@@ -34,12 +40,36 @@ class Field:
         Value used when the key is absent; :data:`REQUIRED` makes the key mandatory.
     doc:
         One line saying what the key means (and where it comes from in the paper).
+    label:
+        The key's name for a reader: axis titles, legends, table headers (``"mean per-hop delay"``).
+        In a distribution's parameter, ``{}`` stands for the label of the key that holds the
+        distribution (``"mean {}"`` under ``network.delay`` reads "mean per-hop delay").
+    unit:
+        The unit of the value (``"slots"``); ``""`` for a count, a probability or another pure
+        number; ``None`` when not declared (a parameter of a distribution: the holder's unit).
+    schema:
+        JSON Schema of the accepted values (``netsim schema``); ``{}`` accepts any value (the
+        key's own validation is then the only check).
     """
 
     accepts: str
     parse: Callable[[Any], Any]
     default: Any = REQUIRED
     doc: str = ""
+    label: str = ""
+    unit: str | None = None
+    schema: Mapping[str, Any] = dataclasses.field(default_factory=dict, compare=False)
+
+    def title(self, name: str = "") -> str:
+        """``label (unit)`` as an axis shows it (the label alone for a pure number; ``name`` when there
+        is no label)."""
+        text = self.label or name.replace("_", " ")
+        return f"{text} ({self.unit})" if self.unit else text
+
+
+def column(label: str, unit: str = "", doc: str = "") -> Field:
+    """A result column's description (not a scenario key: no value is ever parsed)."""
+    return Field("a result column (not a scenario key)", lambda v: None, None, doc, label, unit)
 
 
 def _is_number(value: Any) -> bool:
@@ -55,6 +85,8 @@ def real(
     high_open: bool = False,
     allow_inf: bool = False,
     doc: str = "",
+    label: str = "",
+    unit: str | None = None,
 ) -> Field:
     """A real number in ``[low, high]`` (ends open when asked); ``inf`` only when allowed."""
     lo = "" if low is None else ("> " if low_open else ">= ") + f"{low:g}"
@@ -74,15 +106,21 @@ def real(
             return None
         return value
 
-    return Field(accepts, parse, default, doc)
+    schema: dict[str, Any] = {"type": "number"}
+    if low is not None:
+        schema["exclusiveMinimum" if low_open else "minimum"] = low
+    if high is not None and not allow_inf:  # JSON has no inf: with inf allowed, the upper bound is left to netsim
+        schema["exclusiveMaximum" if high_open else "maximum"] = high
+    return Field(accepts, parse, default, doc, label, unit, schema)
 
 
-def probability(default: Any = REQUIRED, *, doc: str = "") -> Field:
+def probability(default: Any = REQUIRED, *, doc: str = "", label: str = "") -> Field:
     """A probability in [0, 1]."""
-    return real(default, low=0.0, high=1.0, doc=doc)
+    return real(default, low=0.0, high=1.0, doc=doc, label=label, unit="")
 
 
-def integer(default: Any = REQUIRED, *, low: int | None = None, high: int | None = None, doc: str = "") -> Field:
+def integer(default: Any = REQUIRED, *, low: int | None = None, high: int | None = None, doc: str = "",
+            label: str = "", unit: str | None = "") -> Field:
     """An integer in ``[low, high]``."""
     parts = (f">= {low}" if low is not None else "", f"<= {high}" if high is not None else "")
     bounds = " and ".join(p for p in parts if p)
@@ -99,27 +137,35 @@ def integer(default: Any = REQUIRED, *, low: int | None = None, high: int | None
             return None
         return value
 
-    return Field(accepts, parse, default, doc)
+    schema: dict[str, Any] = {"type": "integer"}
+    if low is not None:
+        schema["minimum"] = low
+    if high is not None:
+        schema["maximum"] = high
+    return Field(accepts, parse, default, doc, label, unit, schema)
 
 
-def choice(options: tuple[str, ...], default: Any = REQUIRED, *, doc: str = "") -> Field:
+def choice(options: tuple[str, ...], default: Any = REQUIRED, *, doc: str = "", label: str = "") -> Field:
     """One string out of ``options``."""
     accepts = "one of " + ", ".join(repr(o) for o in options)
-    return Field(accepts, lambda v: v if isinstance(v, str) and v in options else None, default, doc)
+    return Field(accepts, lambda v: v if isinstance(v, str) and v in options else None, default, doc, label, "",
+                 {"enum": list(options)})
 
 
-def text(default: Any = REQUIRED, *, doc: str = "") -> Field:
+def text(default: Any = REQUIRED, *, doc: str = "", label: str = "") -> Field:
     """Any string."""
-    return Field("a string", lambda v: v if isinstance(v, str) else None, default, doc)
+    return Field("a string", lambda v: v if isinstance(v, str) else None, default, doc, label, "", {"type": "string"})
 
 
-def boolean(default: Any = REQUIRED, *, doc: str = "") -> Field:
+def boolean(default: Any = REQUIRED, *, doc: str = "", label: str = "") -> Field:
     """true or false."""
-    return Field("true or false", lambda v: v if isinstance(v, bool) else None, default, doc)
+    return Field("true or false", lambda v: v if isinstance(v, bool) else None, default, doc, label, "",
+                 {"type": "boolean"})
 
 
 def real_list(
-    default: Any = REQUIRED, *, low: float | None = None, high: float | None = None, min_len: int = 1, doc: str = ""
+    default: Any = REQUIRED, *, low: float | None = None, high: float | None = None, min_len: int = 1, doc: str = "",
+    label: str = "", unit: str | None = None,
 ) -> Field:
     """A list of real numbers, each within ``[low, high]``."""
     item = real(low=low, high=high)
@@ -130,10 +176,12 @@ def real_list(
         parsed = [item.parse(v) for v in value]
         return None if any(p is None for p in parsed) else tuple(parsed)
 
-    return Field(f"a list of at least {min_len} values, each {item.accepts}", parse, default, doc)
+    return Field(f"a list of at least {min_len} values, each {item.accepts}", parse, default, doc, label, unit,
+                 {"type": "array", "minItems": min_len, "items": item.schema})
 
 
-def integer_list(default: Any = REQUIRED, *, low: int | None = None, min_len: int = 1, doc: str = "") -> Field:
+def integer_list(default: Any = REQUIRED, *, low: int | None = None, min_len: int = 1, doc: str = "",
+                 label: str = "", unit: str | None = "") -> Field:
     """A list of integers, each >= ``low``."""
     item = integer(low=low)
 
@@ -143,10 +191,11 @@ def integer_list(default: Any = REQUIRED, *, low: int | None = None, min_len: in
         parsed = [item.parse(v) for v in value]
         return None if any(p is None for p in parsed) else tuple(parsed)
 
-    return Field(f"a list of at least {min_len} values, each {item.accepts}", parse, default, doc)
+    return Field(f"a list of at least {min_len} values, each {item.accepts}", parse, default, doc, label, unit,
+                 {"type": "array", "minItems": min_len, "items": item.schema})
 
 
-def either(*fields: Field, default: Any = REQUIRED, doc: str = "") -> Field:
+def either(*fields: Field, default: Any = REQUIRED, doc: str = "", label: str = "", unit: str | None = None) -> Field:
     """The first of ``fields`` that accepts the value."""
     accepts = " or ".join(f.accepts for f in fields)
 
@@ -157,12 +206,14 @@ def either(*fields: Field, default: Any = REQUIRED, doc: str = "") -> Field:
                 return parsed
         return None
 
-    return Field(accepts, parse, default, doc)
+    schemas = [f.schema for f in fields]
+    return Field(accepts, parse, default, doc, label, unit, {} if {} in schemas else {"anyOf": schemas})
 
 
-def table(default: Any = REQUIRED, *, doc: str = "") -> Field:
+def table(default: Any = REQUIRED, *, doc: str = "", label: str = "") -> Field:
     """A TOML table, validated later by its own schema."""
-    return Field("a table", lambda v: dict(v) if isinstance(v, Mapping) else None, default, doc)
+    return Field("a table", lambda v: dict(v) if isinstance(v, Mapping) else None, default, doc, label, "",
+                 {"type": "object"})
 
 
 #: longest echo of a user's value in an error message (a message stays one readable line)

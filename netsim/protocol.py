@@ -24,8 +24,10 @@ Subclasses declare:
   rule in :meth:`Protocol.start` (``network.corruptible``, usually through
   :func:`netsim.corruption.rewriting`). Empty: the protocol exchanges no reward statistics, and a
   scenario whose ``[adversary]`` would act is refused when loaded;
-* ``columns``: the extra ``trials.csv`` columns :meth:`Protocol.results` may return (a study's
-  figures may plot them; a test checks the declaration against real runs).
+* ``columns``: the extra ``trials.csv`` columns :meth:`Protocol.results` may return, each with its
+  label and unit (``{"sample_complexity": P.column("sample complexity", "rounds", doc=...)}``; a
+  tuple of names is accepted, shown by name); a study's figures may plot them, ``netsim explain``
+  describes them, and a test checks the declaration against real runs.
 
 A protocol whose algorithm *finishes* (identifies an arm, ends its last epoch) overrides
 :meth:`Protocol.unfinished`: a trial that reaches the horizon first gets ``status =
@@ -63,7 +65,7 @@ class Protocol:
     crash_states: ClassVar[tuple[str, ...]] = ()
     unsupported_faults: ClassVar[tuple[str, ...]] = ()
     corruptible: ClassVar[tuple[str, ...]] = ()
-    columns: ClassVar[tuple[str, ...]] = ()
+    columns: ClassVar[Mapping[str, P.Field] | tuple[str, ...]] = ()
 
     def __init__(self, sim: Simulation, params: Mapping[str, Any]):
         self.sim = sim

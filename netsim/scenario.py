@@ -23,7 +23,7 @@ import simpy
 
 from netsim import faults as F
 from netsim import params as P
-from netsim.distributions import DELAY_MODELS, REPORT_MODELS, parse_distribution
+from netsim.distributions import DELAY_MODELS, REPORT_MODELS, distribution_field, parse_distribution
 from netsim.errors import InputError
 from netsim.metrics import Metrics
 from netsim.network import Adversary, Network
@@ -37,68 +37,84 @@ DEFAULT_SCENARIO = "quickstart"
 Overrides = Mapping[str, Any] | Sequence[str]
 
 TOP = {
-    "name": P.text(doc="scenario name (defaults to the file name)"),
-    "description": P.text("", doc="one line saying what the scenario shows"),
-    "source": P.text("", doc="paper, section and figure the setup comes from"),
-    "scaled": P.text("", doc="how and why the scenario is scaled down from the paper"),
-    "bandit": P.table(),
-    "network": P.table(),
-    "protocol": P.table(),
-    "adversary": P.table({}),
-    "clock": P.table({}),
-    "run": P.table({}),
-    "faults": P.table({}, doc="fault models (netsim.faults, docs/faults.md)"),
+    "name": P.text(doc="scenario name (defaults to the file name)", label="scenario"),
+    "description": P.text("", doc="one line saying what the scenario shows", label="description"),
+    "source": P.text("", doc="paper, section and figure the setup comes from", label="source"),
+    "scaled": P.text("", doc="how and why the scenario is scaled down from the paper", label="scaled down"),
+    "bandit": P.table(doc="the bandit: kind, arms and their rewards", label="bandit"),
+    "network": P.table(doc="the graph, its links, delays, losses and costs", label="network"),
+    "protocol": P.table(doc="the algorithm (name) and its parameters", label="protocol"),
+    "adversary": P.table({}, doc="byzantine agents and corrupting links", label="adversary"),
+    "clock": P.table({}, doc="the agents' clocks", label="clock"),
+    "run": P.table({}, doc="horizon, trials, seed and safety limits", label="run"),
+    "faults": P.table({}, doc="fault models (netsim.faults, docs/faults.md)", label="faults"),
 }
 
 NETWORK = {
-    "topology": P.text("complete", doc="graph family of each component"),
-    "agents": P.integer(10, low=1, high=1_000_000, doc="number of agents M"),
-    "servers": P.integer(0, low=0, doc="server nodes, each linked to every agent"),
+    "topology": P.text("complete", doc="graph family of each component (netsim list shows them)", label="topology"),
+    "agents": P.integer(10, low=1, high=1_000_000, doc="number of agents M", label="agents M"),
+    "servers": P.integer(0, low=0, doc="server nodes, each linked to every agent (default: as many as the "
+                                       "protocol needs, 0 for most)", label="servers"),
     "components": P.either(P.integer(low=1), P.integer_list(low=1), default=1,
-                           doc="number of equal components, or their sizes (hybrid structures)"),
-    "delay": P.Field("a delay table { model = ... }", lambda v: v, {"model": "constant", "value": 1.0},
-                     doc="per-hop delay of agent-agent links: " + ", ".join(DELAY_MODELS)),
-    "server_delay": P.Field("a delay table { model = ... }", lambda v: v, None,
-                            doc="per-hop delay of server-agent links (defaults to delay)"),
-    "loss": P.probability(0.0, doc="probability that a message is lost"),
+                           doc="number of equal components, or their sizes (hybrid structures)",
+                           label="components", unit=""),
+    "delay": distribution_field(DELAY_MODELS, {"model": "constant", "value": 1.0},
+                                doc="per-hop delay of agent-agent links, in slots (a bare number: constant)",
+                                label="per-hop delay", unit="slots"),
+    "server_delay": distribution_field(DELAY_MODELS, None,
+                                       doc="per-hop delay of server-agent links (defaults to delay)",
+                                       label="server-link delay", unit="slots"),
+    "loss": P.probability(0.0, doc="probability that a message is lost", label="loss probability"),
     "links": P.Field("a list of tables { u, v, delay, loss }", lambda v: v if isinstance(v, list) else None, [],
-                     doc="per-link overrides of delay and loss"),
-    "cost": P.table({}, doc="link costs of li2022 Eq. (2)"),
+                     doc="per-link overrides of delay and loss", label="per-link overrides", unit="",
+                     schema={"type": "array", "items": {"type": "object"}}),
+    "cost": P.table({}, doc="link costs of li2022 Eq. (2)", label="link costs"),
 }
 COST = {
-    "agent_agent": P.real(1.0, low=0.0, doc="c2: cost of an agent-agent link per slot"),
-    "server_agent": P.real(25.0, low=0.0, doc="c1: cost of a server-agent link per slot"),
+    "agent_agent": P.real(1.0, low=0.0, doc="c2: cost of an agent-agent link per slot in which it is used",
+                          label="agent-agent link cost c2", unit="cost units"),
+    "server_agent": P.real(25.0, low=0.0, doc="c1: cost of a server-agent link per slot in which it is used",
+                           label="server-agent link cost c1", unit="cost units"),
 }
 LINK = {
-    "u": P.integer(low=0),
-    "v": P.integer(low=0),
-    "delay": P.Field("a delay table", lambda v: v, None),
-    "loss": P.probability(None),
+    "u": P.integer(low=0, doc="one end of the link (node id)", label="node u"),
+    "v": P.integer(low=0, doc="the other end of the link (node id)", label="node v"),
+    "delay": distribution_field(DELAY_MODELS, None, doc="this link's per-hop delay (default: network.delay)",
+                                label="link delay", unit="slots"),
+    "loss": P.probability(None, doc="this link's loss probability (default: network.loss)", label="link loss"),
 }
 ADVERSARY = {
-    "byzantine": P.probability(0.0, doc="fraction of agents that are byzantine (chosen at random)"),
-    "agents": P.integer_list((), low=0, min_len=0, doc="explicit byzantine agent ids (instead of a fraction)"),
-    "corruption": P.probability(0.0, doc="probability that a byzantine agent replaces a reported value"),
-    "distribution": P.Field("a table { model = ... }", lambda v: v, {"model": "bernoulli", "p": 0.0},
-                            doc="the fixed law Q of corrupted reports: " + ", ".join(REPORT_MODELS)),
-    "relay": P.boolean(False, doc="byzantine agents also corrupt records they relay"),
-    "link_corruption": P.probability(0.0, doc="probability that a link corrupts a record in transit"),
+    "byzantine": P.probability(0.0, doc="fraction of agents that are byzantine (chosen at random)",
+                               label="byzantine fraction"),
+    "agents": P.integer_list((), low=0, min_len=0, doc="explicit byzantine agent ids (instead of a fraction)",
+                             label="byzantine agents"),
+    "corruption": P.probability(0.0, doc="probability that a byzantine agent replaces a reported value",
+                                label="corruption probability"),
+    "distribution": distribution_field(REPORT_MODELS, {"model": "bernoulli", "p": 0.0},
+                                       doc="the fixed law Q of corrupted reports",
+                                       label="corrupted report Q", unit=""),
+    "relay": P.boolean(False, doc="byzantine agents also corrupt records they relay", label="corrupt relayed"),
+    "link_corruption": P.probability(0.0, doc="probability that a link corrupts a record in transit",
+                                     label="link corruption probability"),
 }
 CLOCK = {
-    "period": P.real(1.0, low=0.0, low_open=True, doc="length of a tick (slot)"),
+    "period": P.real(1.0, low=0.0, low_open=True, doc="length of a tick (slot)", label="tick length",
+                     unit="time units"),
     "jitter": P.real(0.0, low=0.0, high=1.0, high_open=True,
-                     doc="node clock jitter as a fraction of the period (0 = paper mode)"),
+                     doc="node clock jitter as a fraction of the period (0 = paper mode)", label="clock jitter",
+                     unit="periods"),
 }
 RUN = {
-    "horizon": P.real(1000.0, low=0.0, low_open=True, doc="simulated time T"),
-    "trials": P.integer(1, low=1, doc="independent repetitions"),
-    "seed": P.integer(1, low=0, doc="root of the run's SeedSequence"),
-    "checkpoints": P.integer(100, low=1, doc="points of the regret time series"),
+    "horizon": P.real(1000.0, low=0.0, low_open=True, doc="simulated time T", label="horizon T", unit="slots"),
+    "trials": P.integer(1, low=1, doc="independent repetitions", label="trials"),
+    "seed": P.integer(1, low=0, doc="root of the run's SeedSequence", label="seed"),
+    "checkpoints": P.integer(100, low=1, doc="points of the regret time series", label="checkpoints"),
     "watchdog": P.real(0.0, low=0.0, allow_inf=True,
                        doc="end a trial as failed after this much simulated time without a pull or a delivery "
-                           "(0 or inf = off)"),
+                           "(0 or inf = off)", label="watchdog", unit="slots"),
     "wall_budget": P.real(0.0, low=0.0, allow_inf=True,
-                          doc="end a trial as failed after this many wall-clock seconds (0 or inf = off)"),
+                          doc="end a trial as failed after this many wall-clock seconds (0 or inf = off)",
+                          label="wall-clock budget", unit="s"),
 }
 # Keys added after the first release: written by as_dict only when set, so that the resolved form
 # (and the sweep unit ids hashed from it) of older scenarios does not change.
@@ -353,13 +369,16 @@ def from_dict(document: Mapping[str, Any], *, base_dir: Path | None = None, path
     bandit_cls.check(bandit, source)
     bandit = {"kind": bandit_kind, **bandit}
 
-    network = _validate_network(doc["network"], base, source)
-    _check_bandit_size(bandit, agents=network["agents"], source=source)
-
     name = doc["protocol"].get("name")
     if name is None:
         raise InputError(f"missing; accepted: {', '.join(protocols.names())}", source=source, key="protocol.name")
     protocol_cls = protocols.get(name, key="protocol.name", source=source)
+    raw_network = doc["network"]
+    if "servers" not in raw_network and protocol_cls.servers:  # the default: as many as the protocol needs
+        raw_network = {**raw_network, "servers": protocol_cls.servers}
+    network = _validate_network(raw_network, base, source)
+    _check_bandit_size(bandit, agents=network["agents"], source=source)
+
     protocol = P.validate({k: v for k, v in doc["protocol"].items() if k != "name"}, protocol_cls.fields,
                           where="protocol", source=source)
     protocol = {"name": name, **protocol}

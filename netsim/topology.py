@@ -72,7 +72,7 @@ def _path(n, p, rng):
 @_register(
     "grid",
     "rows x cols lattice (cols = agents / rows)",
-    {"rows": P.integer(0, low=0, doc="rows of the grid; 0 picks the most square factorisation")},
+    {"rows": P.integer(0, low=0, doc="rows of the grid; 0 picks the most square factorisation", label="grid rows")},
 )
 def _grid(n, p, rng):
     rows = p["rows"] or max(r for r in range(1, math.isqrt(n) + 1) if n % r == 0)
@@ -87,12 +87,12 @@ def _grid(n, p, rng):
     "erdos_renyi",
     "G(n, p), resampled until connected",
     {
-        "p": P.probability(0.1, doc="edge probability"),
-        "tries": P.integer(1000, low=1, doc="resampling attempts before giving up"),
+        "p": P.probability(0.1, doc="edge probability", label="edge probability p"),
+        "tries": P.integer(1000, low=1, doc="resampling attempts before giving up", label="resampling attempts"),
         "sampler": P.choice(("pairs", "skip"), "pairs",
                             doc="pairs: test every pair (networkx gnp_random_graph, O(n^2)); skip: jump from edge "
                                 "to edge with geometric gaps (fast_gnp_random_graph, O(n + m), for large sparse "
-                                "graphs); same law, different draws"),
+                                "graphs); same law, different draws", label="sampler"),
     },
     random=True,
 )
@@ -112,7 +112,7 @@ def _erdos_renyi(n, p, rng):
 @_register(
     "random_regular",
     "random d-regular graph",
-    {"degree": P.integer(3, low=1, doc="degree of every agent")},
+    {"degree": P.integer(3, low=1, doc="degree of every agent", label="degree")},
     random=True, may_disconnect=True,
 )
 def _random_regular(n, p, rng):
@@ -126,7 +126,7 @@ def _random_regular(n, p, rng):
 @_register(
     "barabasi_albert",
     "preferential attachment with m edges per new agent",
-    {"m": P.integer(2, low=1, doc="edges attached from each new agent")},
+    {"m": P.integer(2, low=1, doc="edges attached from each new agent", label="edges per new agent m")},
     random=True,
 )
 def _barabasi_albert(n, p, rng):
@@ -138,8 +138,8 @@ def _barabasi_albert(n, p, rng):
 @_register(
     "watts_strogatz",
     "small world: ring lattice with k neighbours, rewired with probability p",
-    {"k": P.integer(4, low=2, doc="nearest neighbours in the ring"),
-     "p": P.probability(0.1, doc="rewiring probability")},
+    {"k": P.integer(4, low=2, doc="nearest neighbours in the ring", label="ring neighbours k"),
+     "p": P.probability(0.1, doc="rewiring probability", label="rewiring probability p")},
     random=True, may_disconnect=True,
 )
 def _watts_strogatz(n, p, rng):
@@ -151,7 +151,7 @@ def _watts_strogatz(n, p, rng):
 @_register(
     "edgelist",
     "edges read from a file: one 'u v' pair of agent ids per line",
-    {"file": P.text(doc="path of the edge-list file, relative to the scenario file")},
+    {"file": P.text(doc="path of the edge-list file, relative to the scenario file", label="edge-list file")},
 )
 def _edgelist(n, p, rng):
     path = Path(p["file"])

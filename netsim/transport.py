@@ -41,15 +41,6 @@ about bandits.
       acknowledgement covers new data; stopped when nothing is outstanding; on expiry every
       outstanding message of the pair is sent again and the timer backs off (attempt + 1). The
       backoff ends with a valid measurement or when the pair has nothing outstanding;
-    * a request whose *answer* is its acknowledgement (``acknowledgements=False``, the piggybacked
-      acknowledgement of a request/response exchange): the receiver sends no ``<kind>-ack``, and the
-      owner calls :meth:`Transport.acknowledge` when the answer to a number arrives at the sender
-      (the answer travels as a message of the owner's own, reliably if it likes, e.g. on a second
-      transport). Everything else (numbers, de-duplication, timer, give-up) is as above; a copy that
-      arrives after its number was handed over is not handed over again but reported to
-      ``on_duplicate``: a repeated request says that its answer was lost, and the owner may send
-      that answer again at once with :meth:`Transport.resend` (the fast retransmit of RFC 5681
-      Sec. 3.2, where duplicate acknowledgements play that role);
     * ``attempts`` bounds the transmissions of a message (``None``: until acknowledged; with
       exponential backoff an outage of length L then costs O(log L) retransmissions, once the
       timer reaches ``maximum`` one per ``maximum``); a message given up is reported to
@@ -60,6 +51,20 @@ about bandits.
       are gone, its numbers go on in a new incarnation (``incarnation << 32``, as
       :class:`netsim.sequencing.Sequencer`), and what it had received is forgotten.
 
+    * ``acknowledge=False`` is a request whose answer is another message (a call answered by an
+      upload): the receiver sends no acknowledgement, and the request stays outstanding, retransmitted
+      on the timer, until the owner reports the answer with :meth:`Transport.answered` (which counts
+      as the acknowledgement: Karn's rule, (5.2)-(5.3)), cancels it, or it is given up. Retransmitted
+      copies are still handed over once, so the receiver's owner answers each request once (its
+      answer travels on a transport of its own). A copy of a request already handed over is
+      reported to ``on_duplicate``: it says that the answer was lost (or is slow), and the owner may
+      send the answer again at once with :meth:`Transport.resend`, RFC 5681's fast retransmit (there
+      duplicate acknowledgements play that role);
+    * ``reliable=False`` is the same interface over plain datagrams (``network.send``, the owner's
+      payloads as they are, no numbers, no acknowledgements, nothing retransmitted): for a run in
+      which no message can be lost (:func:`can_lose`), so that paper mode sends exactly what the
+      paper's algorithm sends, and the owner's code is the same in both.
+
     The wire payload is ``(seq, low, payload)``; the owner's handler receives :class:`Message` objects
     whose ``payload`` is the owner's own. A byzantine sender or a corrupting link rewrites the
     owner's payload through the corruptor given to :meth:`Transport.corruptible` (acknowledgements
@@ -67,6 +72,10 @@ about bandits.
 
 Timers cost no SimPy process: the transport keeps a heap of deadlines and one engine callback
 (``sim.call_at``) armed for the earliest.
+
+Protocols that expose the timer's bounds as scenario keys use :data:`TIMER_FIELDS` (``rto_initial``,
+``rto_min``, ``rto_max``, in clock periods) with :func:`check_timer` (bad input, before any trial)
+and :func:`timer_from` (the :class:`RetransmitTimer` of a run).
 """
 
 from __future__ import annotations
@@ -78,7 +87,9 @@ from typing import Any
 
 import numpy as np
 
-from netsim.errors import ProtocolError
+from netsim import faults as F
+from netsim import params as P
+from netsim.errors import InputError, ProtocolError
 from netsim.messages import Corruptor, Message
 
 ALPHA = 1.0 / 8.0   # RFC 6298 (2.3)
@@ -139,6 +150,46 @@ class RetransmitTimer:
         self._rttvar.pop(key, None)
 
 
+#: the scenario keys of a protocol's retransmission timer, in clock periods (RFC 6298: 1 s initial and
+#: minimum, at least 60 s maximum; netsim reads "second" as "clock period" and starts at 3, RFC 2988's value)
+TIMER_FIELDS: dict[str, P.Field] = {
+    "rto_initial": P.real(3.0, low=0.0, low_open=True,
+                          doc="retransmission timeout before the first round-trip measurement, in clock periods "
+                              "(RFC 6298 (2.1))"),
+    "rto_min": P.real(1.0, low=0.0, low_open=True,
+                      doc="lower bound of every retransmission timeout and clock granularity G, in clock periods "
+                          "(RFC 6298 (2.4))"),
+    "rto_max": P.real(64.0, low=0.0, low_open=True,
+                      doc="upper bound of every (backed-off) retransmission timeout, in clock periods "
+                          "(RFC 6298 (2.5))"),
+}
+
+
+def check_timer(params: Any) -> None:
+    """Refuse ``[protocol]`` timer keys (:data:`TIMER_FIELDS`) out of order, naming the key."""
+    low, initial, high = params["rto_min"], params["rto_initial"], params["rto_max"]
+    if not low <= initial <= high:
+        key = "protocol.rto_initial" if low <= high else "protocol.rto_max"
+        raise InputError(f"rto_min = {low:g}, rto_initial = {initial:g}, rto_max = {high:g}; accepted: "
+                         "rto_min <= rto_initial <= rto_max", key=key)
+
+
+def timer_from(params: Any, period: float) -> RetransmitTimer:
+    """The :class:`RetransmitTimer` of :data:`TIMER_FIELDS` ``params``, in units of ``period``."""
+    return RetransmitTimer(initial=params["rto_initial"] * period, minimum=params["rto_min"] * period,
+                           maximum=params["rto_max"] * period)
+
+
+def can_lose(scenario: Any) -> bool:
+    """Whether a message of ``scenario`` can be lost: link loss, link outages or node crashes.
+
+    Duplication and reordering lose nothing, and delays only delay.
+    """
+    network = scenario.network
+    lossy = network["loss"] > 0 or any((link.get("loss") or 0) > 0 for link in network["links"])
+    return lossy or bool({"link_down", "crash"} & set(F.kinds(scenario.faults)))
+
+
 #: what :attr:`Transport.counts` counts
 TRANSPORT_COUNTS = ("sent", "retransmitted", "acknowledged", "duplicates", "abandoned")
 
@@ -173,25 +224,31 @@ class Transport:
         ``on_give_up(src, dst, payload)`` for every message given up.
     up:
         Boolean array over nodes, true while a node runs (``sim.faults.up``); ``None``: always up.
-    acknowledgements:
-        ``False``: the receiver sends no acknowledgements; the owner calls :meth:`acknowledge` when
-        the answer to a message arrives (a request whose answer acknowledges it).
+    acknowledge:
+        ``False``: the receiver sends no acknowledgement; a message stays outstanding until the owner
+        calls :meth:`answered` (a request answered by another message), cancels it or gives it up.
+    reliable:
+        ``False``: plain datagrams with the same interface (no numbers, acknowledgements or
+        retransmissions; ``timer`` may be ``None``), for runs in which nothing can be lost.
     on_duplicate:
-        ``on_duplicate(message)`` for every copy that is not handed over (its number was), payload
-        as the owner sent it.
+        ``on_duplicate(message)`` for every copy not handed over (its number already was), payload as
+        the owner sent it.
     """
 
-    def __init__(self, sim: Any, kind: str, handler: Callable[[list[Message]], None], *, timer: RetransmitTimer,
-                 attempts: int | None = None, on_give_up: Callable[[int, int, Any], None] | None = None,
-                 up: np.ndarray | None = None, acknowledgements: bool = True,
+    def __init__(self, sim: Any, kind: str, handler: Callable[[list[Message]], None], *,
+                 timer: RetransmitTimer | None, attempts: int | None = None,
+                 on_give_up: Callable[[int, int, Any], None] | None = None, up: np.ndarray | None = None,
+                 acknowledge: bool = True, reliable: bool = True,
                  on_duplicate: Callable[[Message], None] | None = None):
         if attempts is not None and attempts < 1:
             raise ValueError(f"attempts = {attempts!r}; accepted: an integer >= 1 or None")
+        if reliable and timer is None:
+            raise ValueError("a reliable transport needs a RetransmitTimer")
         self.sim, self.network = sim, sim.network
         self.kind, self.ack_kind = kind, f"{kind}-ack"
         self.handler, self.timer = handler, timer
         self.attempts, self.on_give_up, self.up = attempts, on_give_up, up
-        self.acknowledgements, self.on_duplicate = acknowledgements, on_duplicate
+        self.acknowledge, self.reliable, self.on_duplicate = acknowledge, reliable, on_duplicate
         self.counts = dict.fromkeys(TRANSPORT_COUNTS, 0)
         self._next: dict[tuple[int, int], int] = {}                    # (src, dst) -> next sequence number
         self._outstanding: dict[tuple[int, int], dict[int, _Pending]] = {}
@@ -202,13 +259,21 @@ class Transport:
         self._deadlines: list[tuple[float, int, int, int]] = []        # (deadline, token, src, dst)
         self._armed = math.inf
         self._tokens = 0
+        if not reliable:
+            self.network.subscribe_batch(kind, handler)
+            return
         self.network.subscribe_batch(kind, self._on_data)
-        if acknowledgements:
+        if acknowledge:
             self.network.subscribe_batch(self.ack_kind, self._on_ack)
 
     # ------------------------------------------------------------------ sending
     def send(self, src: int, dst: int, payload: Any, *, size: int = 1) -> int:
-        """Send ``payload`` from ``src`` to ``dst`` until acknowledged; returns its sequence number."""
+        """Send ``payload`` from ``src`` to ``dst`` until acknowledged; returns its sequence number
+        (``-1`` for a datagram: ``reliable=False``)."""
+        if not self.reliable:
+            self.counts["sent"] += 1
+            self.network.send(src, dst, self.kind, payload, size=size)
+            return -1
         pair = (src, dst)
         seq = self._next.get(pair, 0)
         self._next[pair] = seq + 1
@@ -219,32 +284,6 @@ class Transport:
         if pair not in self._token:                                    # (5.1): start the timer if not running
             self._start(pair)
         return seq
-
-    def acknowledge(self, src: int, dst: int, seq: int, *, sample: bool = True) -> bool:
-        """The answer to number ``seq`` of ``src -> dst`` arrived at ``src``: stop retransmitting it.
-
-        For a transport without acknowledgements (``acknowledgements=False``). ``sample``: the
-        answer measures the round trip (Karn's rule still applies: only a message never
-        retransmitted gives a sample). Returns False when ``seq`` was no longer outstanding.
-        """
-        return self._settle((src, dst), (seq,), sample=sample)
-
-    def resend(self, src: int, dst: int) -> int:
-        """Send every outstanding message of ``src -> dst`` again now, without backing off the timer.
-
-        RFC 5681's fast retransmit, for an owner that learnt that an answer was lost (a repeated
-        request). The copies count as retransmissions, so by Karn's rule they give no RTT sample.
-        Returns how many were sent.
-        """
-        queue = self._outstanding.get((src, dst))
-        if not queue or (self.up is not None and not self.up[src]):
-            return 0
-        low = next(iter(queue))
-        for seq, pending in queue.items():
-            pending.attempts += 1
-            self.counts["retransmitted"] += 1
-            self.network.send(src, dst, self.kind, (seq, low, pending.payload), size=pending.size)
-        return len(queue)
 
     def outstanding(self, src: int | None = None) -> int:
         """Messages sent and not yet acknowledged (of ``src``, or of every sender)."""
@@ -266,6 +305,35 @@ class Transport:
                 self._stop(pair)
         return dropped
 
+    def answered(self, src: int, dst: int, seq: int, *, sample: bool = True) -> bool:
+        """The answer to message ``seq`` of ``src`` -> ``dst`` arrived: it counts as its acknowledgement.
+
+        For ``acknowledge=False`` (a request answered by another message); a round-trip sample if the
+        request was never retransmitted (Karn's rule) and ``sample`` (``False`` for an answer that may
+        itself have been retransmitted, whose delay would then include the answerer's timeout).
+        Returns whether ``seq`` was still outstanding.
+        """
+        if not self.reliable:
+            return False
+        return self._acknowledged((src, dst), (seq,), self.sim.now, sample=sample)
+
+    def resend(self, src: int, dst: int) -> int:
+        """Send every outstanding message of ``src -> dst`` again now, without backing off the timer.
+
+        RFC 5681's fast retransmit, for an owner that learnt that an answer was lost (a repeated
+        request, :attr:`on_duplicate`). The copies count as retransmissions (and towards
+        ``attempts``), so by Karn's rule they give no round-trip sample. Returns how many were sent.
+        """
+        queue = self._outstanding.get((src, dst))
+        if not queue or (self.up is not None and not self.up[src]):
+            return 0
+        low = next(iter(queue))
+        for seq, pending in queue.items():
+            pending.attempts += 1
+            self.counts["retransmitted"] += 1
+            self.network.send(src, dst, self.kind, (seq, low, pending.payload), size=pending.size)
+        return len(queue)
+
     def forget(self, node: int) -> None:
         """``node`` lost its state: nothing outstanding, a new incarnation of its numbers, nothing received."""
         for pair in [p for p in self._outstanding if p[0] == node]:
@@ -277,6 +345,9 @@ class Transport:
 
     def corruptible(self, corruptor: Corruptor | Callable[..., tuple[Any, int]]) -> None:
         """Declare how the owner's payloads are corrupted (``network.corruptible`` for the wire format)."""
+        if not self.reliable:
+            self.network.corruptible(self.kind, corruptor)
+            return
 
         def on_wire(wire: tuple[int, int, Any], **how: Any) -> tuple[Any, int]:
             seq, low, payload = wire
@@ -363,7 +434,7 @@ class Transport:
                 self.counts["duplicates"] += 1
                 if self.on_duplicate is not None:
                     self.on_duplicate(msg._replace(payload=payload))
-        if self.acknowledgements:
+        if self.acknowledge:
             for (node, src), seqs in acks.items():
                 self.network.send(node, src, self.ack_kind, tuple(seqs))
         if fresh:
@@ -394,11 +465,12 @@ class Transport:
         return True
 
     def _on_ack(self, messages: list[Message]) -> None:
+        now = self.sim.now
         for msg in messages:
-            self._settle((msg.dst, msg.src), msg.payload)
+            self._acknowledged((msg.dst, msg.src), msg.payload, now)
 
-    def _settle(self, pair: tuple[int, int], seqs: Any, *, sample: bool = True) -> bool:
-        """The numbers ``seqs`` of ``pair`` were acknowledged; True if any was still outstanding."""
+    def _acknowledged(self, pair: tuple[int, int], seqs: Any, now: float, *, sample: bool = True) -> bool:
+        """Numbers ``seqs`` of ``pair`` are acknowledged: sample (Karn), then restart or stop the timer."""
         queue = self._outstanding.get(pair)
         if not queue:
             return False
@@ -410,11 +482,12 @@ class Transport:
             new = True
             self.counts["acknowledged"] += 1
             if sample and pending.attempts == 0:                       # Karn's rule
-                self.timer.sample(pair, self.sim.now - pending.first_sent)
+                self.timer.sample(pair, now - pending.first_sent)
                 self._backoff.pop(pair, None)                          # a valid measurement ends the backoff
-        if new:
-            if queue:
-                self._start(pair)                                      # (5.3)
-            else:
-                self._stop(pair)                                       # (5.2)
-        return new
+        if not new:
+            return False
+        if queue:
+            self._start(pair)                                          # (5.3)
+        else:
+            self._stop(pair)                                           # (5.2)
+        return True

@@ -4,16 +4,26 @@ UCB1 (Auer, Cesa-Bianchi & Fischer 2002): pull every arm once, then the arm maxi
 mu_hat_k + sqrt(2 ln t / n_k), where t counts the pulls whose rewards the learner has seen.
 
 * ``ucb1``: every agent runs its own UCB1 and never communicates (the upper reference).
-* ``central-ucb``: every reward is pooled instantly into one UCB1 learner; within a tick the
-  agents choose one after another, each seeing the rewards of those before it, so M agents
-  over T ticks behave as one UCB1 learner over M T pulls (the lower-bound reference).
-  Nothing is sent, so no links are built.
+* ``central-ucb``: every reward is pooled instantly into one UCB1 learner on the server node;
+  within a tick the agents choose one after another, each seeing the rewards of those before it,
+  so M agents over T ticks behave as one UCB1 learner over M T pulls (the lower-bound reference).
+
+Cost of ``central-ucb`` (li2022 Eq. 2). The pooling is an oracle of the transport: every reward
+reaches the learner at once, without delay or loss, and no message is sent. The links are paid
+for: in every slot, each agent that pulls uploads its reward and receives its next arm over its
+two-way link to the server, so that link is built once in the slot and costs c1
+(``network.cost.server_agent``). C(T) = c1 times the number of pulls, c1 M T without crashes, and
+``links_server_agent`` counts the same pulls. A scenario therefore needs one server node (the
+default of ``network.servers`` under this protocol). A study draws the protocol as an oracle
+(``oracle = true`` on its variant: kept off the Pareto front), since no real network pools for free
+in time.
 
 Faults (``docs/faults.md``): neither protocol sends, so link, duplication and reordering faults
-change nothing. A crashed agent does not pull until it restarts (its regret stops growing; the
-others go on). With ``state = "lost"`` a restarted ``ucb1`` agent starts UCB1 afresh (its counts
-and sums are zeroed); ``central-ucb`` keeps its one learner outside the agents, so a restart
-loses nothing and both states behave alike.
+change nothing (the oracle's pooling ignores them, and a crash of its server node). A crashed agent
+does not pull, nor pay for an upload, until it restarts (its regret stops growing; the others go
+on). With ``state = "lost"`` a restarted ``ucb1`` agent starts UCB1 afresh (its counts and sums are
+zeroed); ``central-ucb`` keeps its one learner outside the agents, so a restart loses nothing and
+both states behave alike.
 """
 
 from __future__ import annotations
@@ -63,17 +73,21 @@ class CentralizedUCB(Ticking):
     """One UCB1 learner fed by every agent's reward as soon as it is observed."""
 
     name = "central-ucb"
-    description = "centralized UCB1 on instantly pooled rewards (lower-bound reference)"
+    description = "centralized UCB1 on instantly pooled rewards, c1 per upload (lower-bound reference, an oracle)"
+    servers = 1
 
     def start(self) -> None:
         k = self.sim.bandit.num_arms
         self.counts = np.zeros(k)
         self.sums = np.zeros(k)
+        self.server = self.sim.servers[0].id
         super().start()
 
     def step(self, agents: np.ndarray) -> None:
-        bandit = self.sim.bandit
+        bandit, network = self.sim.bandit, self.sim.network
         for agent in agents:
+            agent = int(agent)
             arm = int(np.argmax(ucb1_index(self.sums, self.counts, self.counts.sum())))
-            self.sums[arm] += bandit.pull(int(agent), arm)
+            self.sums[arm] += bandit.pull(agent, arm)
             self.counts[arm] += 1
+            network.activate(agent, self.server)  # the reward's upload: one server-agent link this slot (c1)

@@ -60,3 +60,28 @@ def test_ucb1_lost_agent_starts_afresh():
     sim, _, _ = simulate(sc)
     counts = sim.protocol.counts[2]
     assert counts.sum() == 150 and (counts >= 1).all()  # only the pulls since the restart
+
+
+def test_central_ucb_pays_c1_for_every_upload():
+    """li2022 Eq. 2 by hand: every pull is one reward uploaded over the agent's link to the server in
+    its slot, so C(T) = c1 x pulls and links_server_agent = pulls; agent 2 is down for 150 slots
+    and pays for 250 uploads. Pooling without cost would give 0; a reward sent per pull over another
+    link kind would give c2 x pulls."""
+    c1, c2 = 7.0, 1.0
+    doc = scenario_dict(protocol={"name": "central-ucb"}, network={
+        "topology": "ring", "agents": 5, "cost": {"server_agent": c1, "agent_agent": c2}},
+        run={"horizon": 400, "checkpoints": 4, "seed": 3})
+    doc["faults"] = {"crashes": [{"node": 2, "start": 100.0, "end": 250.0}]}
+    sc = S.from_dict(doc)
+    assert sc.network["servers"] == 1  # the protocol's default: its learner's node
+    sim, row, _ = simulate(sc)
+    pulls = 4 * 400 + 250
+    assert row["links_server_agent"] == pulls and row["links_agent_agent"] == 0
+    assert row["comm_cost"] == c1 * pulls and row["messages_sent"] == 0
+    assert sim.metrics.node_links.tolist() == [400, 400, 250, 400, 400, pulls]
+
+
+def test_central_ucb_refuses_a_scenario_without_its_server():
+    with pytest.raises(S.InputError, match="network.servers.*servers = 1"):
+        S.from_dict(scenario_dict(protocol={"name": "central-ucb"}, network={"topology": "ring", "agents": 3,
+                                                                                  "servers": 0}))

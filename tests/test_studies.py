@@ -227,7 +227,8 @@ def test_drawn_axes_show_the_data(tiny):
         drawn[figure.name] = (data, SF.draw(figure, data, study, trials=3))
     data, canvas = drawn["over-time"]
     axes = [ax for ax in canvas.axes if ax.get_visible()]
-    assert len(axes) == 2 and [ax.get_title() for ax in axes] == ["network.agents = 3", "network.agents = 6"]
+    # titles and axes speak the catalog's labels and units, never a dotted key
+    assert len(axes) == 2 and [ax.get_title() for ax in axes] == ["agents M = 3", "agents M = 6"]
     assert [len(ax.get_lines()) for ax in axes] == [3, 3]
     assert axes[0].get_xlabel() == "time (slots)" and axes[0].get_ylabel() == "group pseudo-regret"
     line = axes[0].get_lines()[0]
@@ -243,9 +244,11 @@ def test_drawn_axes_show_the_data(tiny):
     _, canvas = drawn["tradeoff"]
     labels = [t.get_text() for t in canvas.axes[0].get_legend().get_texts()]
     assert "Pareto front (lower is better)" in labels
-    # the legend names the variants; each point is annotated with the grid value that tells it apart
+    # the legend names the variants; each point is annotated with the grid value that tells it apart,
+    # and the legend's title says what those values are
     assert sorted(t.get_text() for t in canvas.axes[0].texts) == sorted(
-        f"network.agents={m}" for _ in ("isolated", "pooled", "flooding") for m in (3, 6))
+        f"{m}" for _ in ("isolated", "pooled", "flooding") for m in (3, 6))
+    assert canvas.axes[0].get_legend().get_title().get_text() == "point labels: agents M"
 
 
 def test_an_axis_starts_at_zero_only_where_no_trial_value_is_negative(tiny):
@@ -429,9 +432,10 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-network
                   "--disable-sync", "--no-first-run", "--disable-quic"]
 
 
-def test_report_opens_in_headless_chromium_with_every_figure_loaded(tiny):
-    """Debian's chromium (``.ci/run`` installs it) driven by Playwright: no console error, no page
-    error, every figure an image the browser decoded, every section present."""
+def test_report_opens_in_headless_chromium_hovers_and_hides_a_curve(tiny):
+    """Debian's chromium (``.ci/run`` installs it) driven by Playwright, offline: no console error, no
+    page error, no request leaving the page; every figure drawn by the embedded Plotly; the mouse
+    over a point shows its mean, interval and n; a click on a legend entry hides that curve."""
     import shutil
 
     browser_path = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -444,21 +448,54 @@ def test_report_opens_in_headless_chromium_with_every_figure_loaded(tiny):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=browser_path, args=CHROMIUM_FLAGS)
         try:
-            page = browser.new_page()
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
             page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
             page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-            page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+            page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:", "about:"))
+                    else problems.append(f"request to the network: {r.url}"))
             page.goto((tiny / "report.html").resolve().as_uri())
             page.wait_for_load_state("load")
-            images = page.evaluate("Array.from(document.images).map(i => [i.alt, i.complete, i.naturalWidth])")
+            drawn = page.evaluate("Array.from(document.querySelectorAll('.plot')).map(d => [d.id, "
+                                  "d.querySelectorAll('.main-svg').length, (d.data || []).length])")
             headings = page.evaluate("Array.from(document.querySelectorAll('h2')).map(h => h.textContent)")
             title = page.title()
+            # the first point of the first curve of the 'final' figure, in page pixels
+            plot = page.locator("#plot-final")
+            plot.scroll_into_view_if_needed()
+            where = page.evaluate("""() => { const gd = document.getElementById('plot-final');
+                const L = gd._fullLayout, box = gd.getBoundingClientRect(), t = gd.data[0];
+                return [box.left + L._size.l + L.xaxis.l2p(t.x[0]), box.top + L._size.t + L.yaxis.l2p(t.y[0]),
+                        t.name, t.y[0]]; }""")
+            page.mouse.move(where[0], where[1])
+            page.wait_for_selector("#plot-final .hoverlayer .hovertext", timeout=5000)
+            tooltip = page.locator("#plot-final .hoverlayer .hovertext").first.text_content()
+            visible = "() => document.getElementById('plot-final').data.filter(t => t.visible !== 'legendonly').length"
+            before = page.evaluate(visible)
+            page.mouse.move(0, 0)
+            page.locator("#plot-final g.traces").filter(has_text=where[2]).locator("rect.legendtoggle").first.click()
+            page.wait_for_function("() => document.getElementById('plot-final').data[0].visible === 'legendonly'",
+                                   timeout=5000)  # Plotly waits out a double-click before it toggles
+            after = page.evaluate(visible)
+            hidden = page.evaluate("() => document.getElementById('plot-final').data[0].visible")
         finally:
             browser.close()
     assert problems == []
-    assert sorted(alt for alt, _, _ in images) == sorted(["over-time", "final", "side-by-side", "tradeoff", "loglog"])
-    assert all(complete and width > 300 for _, complete, width in images), images
-    assert headings == ["Figures", "Summary", "Study file", "meta.json"] and title == "tiny"
+    assert sorted(name for name, _, _ in drawn) == sorted(
+        f"plot-{n}" for n in ["over-time", "final", "side-by-side", "tradeoff", "loglog"])
+    assert all(svgs > 0 and traces > 0 for _, svgs, traces in drawn), drawn
+    assert headings == ["This run", "Summary", "What differs between the variants", "The paper and netsim", "Files"]
+    assert title == "tiny"
+    # the tooltip names the curve and gives the mean, the 95 % interval and n of the point under the mouse
+    data = figure_csv(tiny, "final")
+    row = data[(data["hue"] == where[2])].sort_values("x").iloc[0]
+    assert where[2] in tooltip and "interval" in tooltip and f"n = {int(row['n'])}" in tooltip
+    assert f"mean {row['mean']:.4g}" in tooltip and f"[{row['lo']:.4g}, {row['hi']:.4g}]" in tooltip
+    assert hidden == "legendonly" and after < before
+
+
+def test_report_names_no_absolute_path(tiny):
+    page = (tiny / "report.html").read_text()
+    assert str(tiny) not in page and str(Path.cwd()) not in page and str(Path(__file__).parent) not in page
 
 
 # ---------------------------------------------------------------------- references, baselines, pairing

@@ -75,8 +75,12 @@ def test_tradeoff_study_runs_and_draws(name, tmp_path):
     plan, results = run_short(name, tmp_path, {**SHORT, "run.horizon": 60, "run.checkpoints": 6}, TRIALS)
     check_figures(plan, results, TRIALS)
     trials = results.trials
-    silent = trials[trials["protocol"].isin(["ucb1", "dp-ucb-int", "central-ucb"])]
+    silent = trials[trials["protocol"].isin(["ucb1", "dp-ucb-int"])]
     assert (silent["comm_cost"] == 0).all() and (silent["messages_sent"] == 0).all()
+    # central UCB sends nothing but pays every upload: one server-agent link per agent and slot (li2022 Eq. 2)
+    central = trials[trials["protocol"] == "central-ucb"]
+    assert (central["messages_sent"] == 0).all() and (central["links_server_agent"] == central["agents"] * 60).all()
+    assert (central["comm_cost"] == 25.0 * central["links_server_agent"]).all()
     flooding = trials[trials["protocol"].str.startswith("dubey2020a")]
     assert (flooding["messages_sent"] > 0).all()
     if name.endswith("loss"):

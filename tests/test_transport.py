@@ -54,8 +54,10 @@ class Sender(Protocol):
         self.given_up: list[int] = []
         self.timer = RetransmitTimer(initial=self.params["initial"], minimum=0.5, maximum=self.params["maximum"])
         attempts = self.params["attempts"] or None
+        self.copies: list[tuple[float, int]] = []
         self.transport = Transport(sim, "data", self._on_data, timer=self.timer, attempts=attempts,
-                                   on_give_up=lambda s, d, p: self.given_up.append(p), up=sim.faults.up)
+                                   on_give_up=lambda s, d, p: self.given_up.append(p), up=sim.faults.up,
+                                   on_duplicate=lambda m: self.copies.append((self.sim.now, m.payload)))
         self.sent = 0
         sim.every(self.params["every"], self._tick)
 
@@ -73,43 +75,9 @@ class Sender(Protocol):
 protocols._items.setdefault(Sender.name, Sender)
 
 
-class Asker(Protocol):
-    """Test protocol: agent 0 sends one request at t = 0 on a transport without acknowledgements; agent 1
-    answers with a plain ``answer`` message, and again whenever a copy of the request comes back; the answer
-    acknowledges the request (``sample``: it measures the round trip)."""
-
-    name = "test-transport-asker"
-    servers = None
-    fields = {"sample": P.boolean(True), "initial": P.real(3.0, low=0.0)}
-
-    def start(self):
-        sim = self.sim
-        self.asked, self.answers, self.copies = [], [], []
-        self.timer = RetransmitTimer(initial=self.params["initial"], minimum=0.5, maximum=100.0)
-        self.transport = Transport(sim, "ask", self._on_ask, timer=self.timer, acknowledgements=False,
-                                   on_duplicate=self._on_copy)
-        sim.network.subscribe_batch("answer", self._on_answer)
-        sim.call_at(0.0, lambda: self.__setattr__("seq", self.transport.send(0, 1, "question")))
-
-    def _on_ask(self, messages):
-        for m in messages:
-            self.asked.append((self.sim.now, m.payload))
-            self.sim.network.send(1, 0, "answer", m.payload)
-
-    def _on_copy(self, message):
-        self.copies.append((self.sim.now, message.payload))
-        self.sim.network.send(1, 0, "answer", message.payload)
-
-    def _on_answer(self, messages):
-        for _ in messages:
-            self.answers.append(self.sim.now)
-            self.transport.acknowledge(0, 1, self.seq, sample=self.params["sample"])
 
 
-protocols._items.setdefault(Asker.name, Asker)
-
-
-def run(protocol=None, faults=None, *, delay=1.0, loss=0.0, horizon=50.0, seed=3, name=Sender.name):
+def run(protocol=None, faults=None, *, delay=1.0, loss=0.0, horizon=50.0, seed=3, name="test-transport-sender"):
     network = {"topology": "path", "agents": 2, "loss": loss,
                "delay": delay if isinstance(delay, dict) else {"model": "constant", "value": delay}}
     doc = scenario_dict(protocol={"name": name, **(protocol or {})}, network=network,
@@ -178,24 +146,12 @@ def test_receiver_memory_follows_the_senders_low_water_mark():
     assert t._floor[(1, 0)] == 40 and not t._above[(1, 0)]
 
 
-def test_an_answer_acknowledges_its_request():
-    proto, row = run(name=Asker.name)                  # asked at 0, delivered at 1, answered at 2
-    assert proto.asked == [(1.0, "question")] and proto.answers == [2.0]
-    assert proto.transport.outstanding() == 0 and proto.transport.counts["retransmitted"] == 0
-    assert proto.timer.srtt((0, 1)) == pytest.approx(2.0)
-    assert "sent_ask-ack" not in row                    # no acknowledgement messages
-    proto, _ = run({"sample": False}, name=Asker.name)
-    assert proto.timer.samples == 0
-
-
-def test_a_repeated_request_reports_the_copy_and_the_answer_stops_the_timer():
-    # the answer sent at t = 1 is lost (link down [1, 1.5)); the request goes again at t = 3 (initial RTO),
-    # arrives at 4 as a copy (not handed over again), is answered again, and that answer ends it at 5
-    # without an RTT sample (Karn: the request was retransmitted)
-    proto, _ = run(faults={"links": [{"u": 0, "v": 1, "start": 1.0, "end": 1.5}]}, name=Asker.name)
-    assert proto.asked == [(1.0, "question")] and proto.copies == [(4.0, "question")]
-    assert proto.answers == [5.0] and proto.transport.outstanding() == 0
-    assert proto.transport.counts["duplicates"] == 1 and proto.timer.samples == 0
+def test_a_copy_of_a_message_already_handed_over_is_reported():
+    # the acknowledgement sent at t = 1 is lost (link down [0.9, 1.1)); the message goes again at t = 3
+    # (initial RTO) and arrives at 4 as a copy: not handed over again, reported to on_duplicate
+    proto, _ = run({"count": 1}, {"links": [{"u": 0, "v": 1, "start": 0.9, "end": 1.1}]})
+    assert proto.delivered == [(1.0, 0)] and proto.copies == [(4.0, 0)]
+    assert proto.transport.counts["duplicates"] == 1 and proto.transport.outstanding() == 0
 
 
 def test_resend_is_a_fast_retransmit_without_backoff():
@@ -216,6 +172,88 @@ def test_resend_is_a_fast_retransmit_without_backoff():
     assert proto.resent == [1] and proto.delivered == [(1.0, 0)]
     assert t.counts["retransmitted"] == 1 and t.counts["duplicates"] == 1 and t.outstanding() == 0
     assert proto.timer.samples == 0                     # Karn: it was sent twice
+class Asker(Protocol):
+    """Test protocol: agent 0 asks agent 1 ``count`` questions (one per tick) on a transport without
+    acknowledgements; agent 1 answers each on a transport of its own; the answer acknowledges the question."""
+
+    name = "test-transport-asker"
+    servers = None
+    fields = {"count": P.integer(5, low=0), "reliable": P.boolean(True), "sample": P.boolean(True)}
+
+    def start(self):
+        sim = self.sim
+        self.timer = RetransmitTimer(initial=3.0, minimum=0.5, maximum=50.0)
+        reliable = self.params["reliable"]
+        self.questions = Transport(sim, "question", self._on_question, timer=self.timer, acknowledge=False,
+                                   reliable=reliable)
+        self.answers = Transport(sim, "answer", self._on_answer, timer=self.timer, reliable=reliable)
+        self.asked: dict[int, int] = {}          # question payload -> its sequence number
+        self.heard: list[int] = []               # questions agent 1 was handed (each must come once)
+        self.answered_at: dict[int, float] = {}
+        self.sent = 0
+        sim.every(1.0, self._tick)
+
+    def _tick(self, now):
+        if self.sent < self.params["count"]:
+            self.asked[self.sent] = self.questions.send(0, 1, self.sent)
+            self.sent += 1
+
+    def _on_question(self, messages):
+        for m in messages:
+            self.heard.append(m.payload)
+            self.answers.send(1, 0, m.payload)
+
+    def _on_answer(self, messages):
+        for m in messages:
+            self.answered_at.setdefault(m.payload, self.sim.now)
+            self.questions.answered(0, 1, self.asked[m.payload], sample=self.params["sample"])
+
+
+protocols._items.setdefault(Asker.name, Asker)
+
+
+def _ask(params, faults=None, *, loss=0.0, delay=1.0, seed=3, horizon=300.0):
+    network = {"topology": "path", "agents": 2, "loss": loss,
+               "delay": delay if isinstance(delay, dict) else {"model": "constant", "value": delay}}
+    doc = scenario_dict(protocol={"name": Asker.name, **params}, network=network,
+                        run={"horizon": horizon, "checkpoints": 2, "seed": seed})
+    if faults is not None:
+        doc["faults"] = faults
+    sim = Simulation(S.from_dict(doc), trial_sequence(seed, 0))
+    return sim.protocol, sim.run().row
+
+
+def test_a_question_is_acknowledged_by_its_answer():
+    proto, row = _ask({"count": 3})
+    # asked at 0, 1, 2 over unit delays, answered two periods later; the answer is the only acknowledgement
+    assert proto.answered_at == {0: 2.0, 1: 3.0, 2: 4.0} and proto.heard == [0, 1, 2]
+    assert "sent_question-ack" not in row and row["sent_answer-ack"] == 3
+    assert proto.timer.srtt((0, 1)) == pytest.approx(2.0) and proto.questions.outstanding() == 0
+    assert proto.questions.counts["retransmitted"] == 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_questions_are_repeated_until_answered_and_handed_over_once(seed):
+    faults = {"duplication": 0.3, "reorder": 0.2}
+    proto, _ = _ask({"count": 40}, faults, loss=0.4, delay={"model": "exponential", "mean": 1.0}, seed=seed,
+                    horizon=3000.0)
+    assert sorted(proto.heard) == list(range(40))                   # each question reached its owner once
+    assert sorted(proto.answered_at) == list(range(40))
+    assert proto.questions.outstanding() == 0 and proto.answers.outstanding() == 0
+    assert proto.questions.counts["retransmitted"] > 0              # a lost answer made the question repeat
+
+
+def test_an_answer_that_may_have_been_retransmitted_need_not_measure_the_round_trip():
+    proto, _ = _ask({"count": 3, "sample": False})
+    assert math.isnan(proto.timer.srtt((0, 1))) and proto.questions.outstanding() == 0
+    assert proto.timer.srtt((1, 0)) == pytest.approx(2.0)       # the answers' own acknowledgements still do
+
+
+def test_datagram_mode_sends_the_owners_payloads_and_nothing_else():
+    proto, row = _ask({"count": 3, "reliable": False})
+    assert proto.heard == [0, 1, 2] and proto.answered_at == {0: 2.0, 1: 3.0, 2: 4.0}
+    assert row["sent_question"] == 3 and row["sent_answer"] == 3 and row["messages_sent"] == 6
+    assert proto.asked == {0: -1, 1: -1, 2: -1}                    # no sequence numbers
 
 
 def test_lie_replaces_values_by_draws_of_q():

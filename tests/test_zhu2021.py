@@ -15,7 +15,7 @@ from netsim import scenario as S
 from netsim.errors import InputError
 from netsim.sim import Simulation, run_trial
 from netsim.streams import trial_sequence
-from protocols.zhu2021 import exchange, gossip, rules
+from protocols.zhu2021 import gossip, rules
 
 # Heterogeneous instance where every agent's local best arm differs from the global best:
 # global means (0.3, 0.7, 0.3); agent 0 prefers arm 0 locally, agent 1 arm 2, agent 2 arm 1.
@@ -167,7 +167,8 @@ def test_fed_ucb_initialisation_is_clean_and_later_releases_are_noised():
     seen = {}
 
     def observer(p):
-        seen[p.t] = (p.theta.copy(), p.xbar.copy(), p.initial.copy(), p.counter.noise_terms, p.counter.sums)
+        seen[p.t] = (p.theta.copy(), p.xbar.copy(), p.initial.copy(), p.counter.noise_terms,
+                     p.counter.sums.reshape(p.n.shape))  # one counter per (agent, arm), flat
 
     sc = scenario({"name": "fed-ucb", "epsilon": 1.0}, horizon=3)
     simulate(sc, observer=observer)
@@ -248,7 +249,7 @@ def test_realistic_mode_messages_delay_and_sum_invariant():
     """Pairwise exchanges over a constant delay of 3 while agents keep pulling: the responder applies its
     half and sends the initiator's half (the transfer) in the reply, so sum_i theta_i + (transfers in
     flight) = sum_i X~_i at every tick (Eq. (9) with the mass in flight counted); no loss, no timeout."""
-    sc = scenario({"name": "gossip-ucb", "mode": "realistic", "gossip_rate": 0.5, "exchange_timeout": 20.0},
+    sc = scenario({"name": "gossip-ucb", "mode": "realistic", "gossip_rate": 0.5, "rto_initial": 20.0},
                   agents=4, topology="ring", horizon=400, network={"delay": {"model": "constant", "value": 3.0}},
                   bandit={"kind": "bernoulli", "arms": 3})
     sim = Simulation(sc, trial_sequence(1, 0))
@@ -292,6 +293,9 @@ def test_realistic_mode_with_unit_delay_reproduces_eq1():
     ({"protocol": {"name": "fed-ucb", "epsilon": -2.0}}, "protocol.epsilon"),
     ({"protocol": {"name": "gossip-ucb", "mode": "fast"}}, "protocol.mode"),
     ({"protocol": {"name": "gossip-ucb", "gossip_rate": 0.0}}, "protocol.gossip_rate"),
+    ({"protocol": {"name": "gossip-ucb", "gossip_rate": 2.0}}, "protocol.gossip_rate"),      # paper mode: inert
+    ({"protocol": {"name": "fed-ucb", "rto_max": 30.0}}, "protocol.rto_max"),               # paper mode: inert
+    ({"protocol": {"name": "gossip-ucb", "mode": "realistic", "rto_min": 5.0}}, "protocol.rto_initial"),
     ({"clock": {"jitter": 0.2}}, "clock.jitter"),
     ({"network": {"topology": "complete", "agents": 4, "components": 2}}, "network.components"),
 ])

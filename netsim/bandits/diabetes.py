@@ -149,10 +149,12 @@ class DiabetesBandit(TabularBandit):
     kind = "diabetes"
     description = "UCI Diabetes 130-US hospitals (zhu2021 Sec. 5.2): 5 medication arms, hospitals as agents"
     fields = {
-        "file": P.text(doc="path to the UCI diabetic_data.csv, relative to the scenario file"),
+        "file": P.text(doc="path to the UCI diabetic_data.csv, relative to the scenario file", label="data file"),
         "split": P.choice(("order", "random"), "order",
-                          doc="hospitals as contiguous parts of the file (order) or of a shuffle (random)"),
-        "split_seed": P.integer(0, low=0, doc="seed of the random split (same hospitals in every trial)"),
+                          doc="hospitals as contiguous parts of the file (order) or of a shuffle (random)",
+                          label="hospital split"),
+        "split_seed": P.integer(0, low=0, doc="seed of the random split (same hospitals in every trial)",
+                                label="split seed"),
     }
 
     @classmethod

@@ -87,16 +87,20 @@ class LinearBandit(BanditEnvironment):
     kind = "linear"
     description = "linear contextual bandit: K contexts per trial, reward <x, theta> + noise"
     fields = {
-        "dimension": P.integer(10, low=1, doc="context dimension d"),
-        "arms": P.integer(10, low=2, doc="contexts offered per trial K"),
+        "dimension": P.integer(10, low=1, doc="context dimension d", label="context dimension d"),
+        "arms": P.integer(10, low=2, doc="contexts offered per trial K", label="contexts per trial K"),
         "contexts": P.choice(("sphere", "gapped"), "sphere",
-                             doc="how the K contexts of a trial are drawn (gapped: dubey2020 Sec. 4.4)"),
+                             doc="how the K contexts of a trial are drawn (gapped: dubey2020 Sec. 4.4)",
+                             label="context law"),
         "band": P.real_list((0.5, 0.6), low=0.0, high=1.0, min_len=2,
-                            doc="gapped: [low, high] of <x, theta> for the K - 1 suboptimal actions"),
+                            doc="gapped: [low, high] of <x, theta> for the K - 1 suboptimal actions",
+                            label="suboptimal reward band", unit=""),
         "best_band": P.real_list((0.7, 0.8), low=0.0, high=1.0, min_len=2,
-                                 doc="gapped: [low, high] of <x, theta> for the best action"),
-        "noise": P.choice(("bernoulli", "gaussian"), "gaussian", doc="reward law around <x, theta>"),
-        "sigma": P.real(0.1, low=0.0, doc="Gaussian noise standard deviation"),
+                                 doc="gapped: [low, high] of <x, theta> for the best action",
+                                 label="best reward band", unit=""),
+        "noise": P.choice(("bernoulli", "gaussian"), "gaussian", doc="reward law around <x, theta>",
+                          label="reward law"),
+        "sigma": P.real(0.1, low=0.0, doc="Gaussian noise standard deviation", label="reward noise sd", unit=""),
     }
 
     @classmethod

@@ -18,17 +18,19 @@ from netsim.registry import bandits
 from netsim.streams import Streams
 
 
-def _means_field(doc: str) -> P.Field:
-    return P.either(P.choice(("uniform",)), P.real_list(low=None, min_len=2), default="uniform", doc=doc)
+def _means_field(doc: str, label: str = "", unit: str | None = None) -> P.Field:
+    return P.either(P.choice(("uniform",)), P.real_list(low=None, min_len=2), default="uniform", doc=doc, label=label,
+                    unit=unit)
 
 
 COMMON = {
-    "arms": P.integer(10, low=2, doc="number of arms K"),
-    "means": _means_field("'uniform' (mu_k ~ U[low, high]) or an explicit list of K means"),
-    "low": P.real(0.0, doc="lower end of the uniform means"),
-    "high": P.real(1.0, doc="upper end of the uniform means"),
+    "arms": P.integer(10, low=2, doc="number of arms K", label="arms K"),
+    "means": _means_field("'uniform' (mu_k ~ U[low, high]) or an explicit list of K means", label="arm means", unit=""),
+    "low": P.real(0.0, doc="lower end of the uniform means", label="lowest arm mean", unit=""),
+    "high": P.real(1.0, doc="upper end of the uniform means", label="highest arm mean", unit=""),
 }
-SIGMA = {"sigma": P.real(1.0, low=0.0, low_open=True, doc="standard deviation of Gaussian reward noise")}
+SIGMA = {"sigma": P.real(1.0, low=0.0, low_open=True, doc="standard deviation of Gaussian reward noise",
+                         label="reward noise sd", unit="")}
 
 
 def bernoulli_sums(mu: np.ndarray, n: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -129,10 +131,11 @@ class HeterogeneousBandit(BanditEnvironment):
             P.choice(("uniform",)),
             P.Field("a list of per-agent lists of means", lambda v: v if isinstance(v, list) and v
                     and all(isinstance(r, list) for r in v) else None),
-            default="uniform", doc="'uniform' (mu_{i,k} ~ U[low, high]) or an agents x arms matrix"),
+            default="uniform", doc="'uniform' (mu_{i,k} ~ U[low, high]) or an agents x arms matrix",
+                                label="per-agent arm means", unit=""),
         "low": COMMON["low"],
         "high": COMMON["high"],
-        "noise": P.choice(("bernoulli", "gaussian"), "bernoulli", doc="reward law around mu_{i,k}"),
+        "noise": P.choice(("bernoulli", "gaussian"), "bernoulli", doc="reward law around mu_{i,k}", label="reward law"),
         **SIGMA,
     }
 

@@ -54,10 +54,10 @@ class TabularBandit(BanditEnvironment):
     kind = "csv"
     description = "rewards resampled from a CSV of (agent, arm, reward) rows"
     fields = {
-        "file": P.text(doc="CSV path, relative to the scenario file"),
-        "agent_column": P.text("agent", doc="column naming the agent"),
-        "arm_column": P.text("arm", doc="column naming the arm"),
-        "reward_column": P.text("reward", doc="column holding the reward"),
+        "file": P.text(doc="CSV path, relative to the scenario file", label="data file"),
+        "agent_column": P.text("agent", doc="column naming the agent", label="agent column"),
+        "arm_column": P.text("arm", doc="column naming the arm", label="arm column"),
+        "reward_column": P.text("reward", doc="column holding the reward", label="reward column"),
     }
 
     @classmethod

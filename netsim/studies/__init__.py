@@ -64,7 +64,8 @@ def run(plan_: StudyPlan, out: Path, *, executor: runner.Executor, progress: boo
     meta: dict[str, Any] = {
         "study": plan_.describe(), "study_text": plan_.study.text,
         "points": [{"point": p.index, "variant": p.variant, "scenario": p.scenario.name,
-                    "protocol": p.scenario.protocol["name"], **p.params, "seed_key": list(p.key)}
+                    "protocol": p.scenario.protocol["name"], **p.params, "seed_key": list(p.key),
+                    "resolved": p.scenario.as_dict()}
                    for p in plan_.points],
         "units": outcome.total, "units_reused": outcome.reused, "units_run": outcome.ran,
         "executor": executor.name, "versions": R.versions(), "git_revision": R.git_revision(),
@@ -88,13 +89,20 @@ def draw_folder(folder: Path, results: Any) -> list[Path]:
     """Draw the figures and ``report.html`` of a study's results into ``folder``."""
     from netsim.results import atomic_write
     from netsim.studies import report
-    from netsim.studies.figures import write_figures
+    from netsim.studies.figures import figure_data, not_separated, write_figures
+    from netsim.studies.interactive import spec
     from netsim.studies.tables import summary
 
     study = study_from_meta(results.meta)
     tables = results.tables()
-    written = write_figures(folder, study, tables, int(results.meta["study"]["trials"]))
-    page = report.render(folder, study, results.meta, summary(results.trials, metrics(study), results.params))
+    plan = results.meta["study"]
+    written = write_figures(folder, study, tables, int(plan["trials"]), plan.get("scale", ""))
+    interactive = {}
+    for figure in study.figures:
+        data = figure_data(figure, tables)
+        interactive[figure.name] = (spec(figure, data, study), not_separated(figure, data))
+    page = report.render(folder, study, results.meta, summary(results.trials, metrics(study), results.params),
+                         interactive)
     path = folder / "report.html"
     atomic_write(path, page.encode())
     return [*written, path]

@@ -36,16 +36,24 @@ from matplotlib.figure import Figure as MplFigure
 
 from netsim import results as R
 from netsim.studies.spec import Figure, Study
-from netsim.studies.stats import CONFIDENCE, pareto, slope, summarise
+from netsim.studies.stats import CONFIDENCE, overlapping, pareto, slope, summarise
 
-LABELS = {"group_regret": "group pseudo-regret", "mean_agent_regret": "per-agent pseudo-regret",
-          "comm_cost": "communication cost C(t) (li2022 Eq. 2)", "messages_sent": "messages sent",
-          "sample_complexity": "sample complexity (rounds)", "time": "time (slots)"}
 NONE = "(all)"  # the label of a figure's single group when it has no hue or no facet
+#: Okabe & Ito's colour-blind-safe palette, ordered so that any two of the first four and any two
+#: neighbours stay far apart (CIELAB distance >= 25) under normal, deutan, protan and tritan vision
+#: (Machado et al. 2009 simulation); yellow, faint on white, comes last. Past eight hues the
+#: colours repeat with another marker and line style.
+PALETTE = ("#0072B2", "#E69F00", "#56B4E9", "#000000", "#CC79A7", "#D55E00", "#009E73", "#F0E442")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+DASHES = ("-", "--", "-.", ":")
+ORACLE = " (oracle)"
 
 
 def _label(column: str) -> str:
-    return LABELS.get(column, column)
+    """An axis title: the column's label and unit (netsim.catalog), never a raw dotted key."""
+    from netsim.catalog import title
+
+    return title(column)
 
 
 def _text(value: Any) -> str:
@@ -123,7 +131,7 @@ def figure_data(figure: Figure, tables: Mapping[str, pd.DataFrame]) -> pd.DataFr
     failed = set(zip(trials.loc[failed_rows, "point"], trials.loc[failed_rows, "trial"]))
     if figure.kind == "series":
         rows = _selected(figure, tables["study_timeseries"], failed, ["trial", "time"])
-        data = summarise(rows, ["_facet", "_hue", "time"], figure.y)
+        data = _overlaps(summarise(rows, ["_facet", "_hue", "time"], figure.y), ["_facet", "time"], figure)
         return data.rename(columns={"_facet": "facet", "_hue": "hue"})
     all_rows = _selected(figure, trials, set(), ["trial"])
     rows = all_rows[all_rows["status"] != "failed"]
@@ -136,10 +144,16 @@ def figure_data(figure: Figure, tables: Mapping[str, pd.DataFrame]) -> pd.DataFr
         variants = points.loc[data["point"], "variant"].astype(str).tolist()
         data.insert(3, "label", [f"{v} ({d})" if d else v for v, d in zip(variants, details)])
         data.insert(4, "detail", details)
+        data["oracle"] = [v in figure.oracles for v in variants]
         data["pareto"] = False
+        data["overlaps"] = ""
         for facet in data["_facet"].unique():
-            here = data["_facet"] == facet
+            here = (data["_facet"] == facet) & ~data["oracle"]  # an oracle is drawn, never on the front
             data.loc[here, "pareto"] = pareto(data.loc[here, "x_mean"], data.loc[here, "y_mean"])
+            panel = data[data["_facet"] == facet]
+            on_x = overlapping(list(panel["label"]), panel["x_lo"], panel["x_hi"], panel["x_n"])
+            on_y = overlapping(list(panel["label"]), panel["y_lo"], panel["y_hi"], panel["y_n"])
+            data.loc[panel.index, "overlaps"] = ["; ".join(a for a in x if a in y) for x, y in zip(on_x, on_y)]
         data = data.merge(_counts(all_rows, by), on=by)
         return data.rename(columns={"_facet": "facet", "_hue": "hue"})
     by = ["_facet", "_hue", figure.x]
@@ -148,12 +162,24 @@ def figure_data(figure: Figure, tables: Mapping[str, pd.DataFrame]) -> pd.DataFr
     if _numeric(data[figure.x]):  # ascending x within each curve, curves kept in their order
         data["_order"] = data.groupby(["_facet", "_hue"], sort=False).ngroup()
         data = data.sort_values(["_order", figure.x], kind="stable").drop(columns="_order")
+    data = _overlaps(data, ["_facet", figure.x], figure)
     if figure.kind == "loglog":
         data["slope"] = np.nan
         for (facet, hue), group in data.groupby(["_facet", "_hue"], sort=False):
             here = (data["_facet"] == facet) & (data["_hue"] == hue)
             data.loc[here, "slope"] = slope(group[figure.x], group["mean"])
     return data.rename(columns={"_facet": "facet", "_hue": "hue", figure.x: "x"}).reset_index(drop=True)
+
+
+def _overlaps(data: pd.DataFrame, at: list[str], figure: Figure) -> pd.DataFrame:
+    """``data`` with ``overlaps``: the hues whose interval overlaps this row's at the same ``at`` values
+    (and ``0`` for a paired difference whose interval holds 0), joined by ``; `` (empty: separated)."""
+    data = data.copy()
+    data["overlaps"] = ""
+    for _, group in data.groupby(at, sort=False, dropna=False):
+        hits = overlapping(list(group["_hue"]), group["lo"], group["hi"], group["n"], zero=bool(figure.baseline))
+        data.loc[group.index, "overlaps"] = ["; ".join(h) for h in hits]
+    return data
 
 
 def _point_detail(points: pd.DataFrame, point: int, params: list[str]) -> str:
@@ -177,41 +203,61 @@ def order(column: str, study: Study, present: Sequence[str]) -> list[str]:
     return [v for v in known if v in present] + [v for v in present if v not in known]
 
 
-def colours(figure: Figure, study: Study, hues: Sequence[str]) -> dict[str, Any]:
-    """One colour per hue value, the same in every figure of the study (by the study's order)."""
-    import seaborn as sns
-
+def _every_hue(figure: Figure, study: Study, hues: Sequence[str]) -> list[str]:
+    """Every value the hue column of ``figure`` can take in ``study``, in the study's order."""
     if figure.hue == "variant":
         every = [v.name for v in study.variants]
     elif figure.hue in study.grid:
         every = [_text(v) for v in study.grid[figure.hue]]
     else:
-        every = list(hues)
-    palette = sns.color_palette("colorblind", max(len(every), 1))
-    table = dict(zip(every, palette))
-    extra = [h for h in hues if h not in table]
-    table.update(zip(extra, sns.color_palette("dark", max(len(extra), 1))))
-    return table
+        every = []
+    return every + [h for h in hues if h not in every]
 
 
-def draw(figure: Figure, data: pd.DataFrame, study: Study, trials: int) -> MplFigure:
-    """The matplotlib figure of ``figure`` from its :func:`figure_data` (one panel per facet)."""
+def colours(figure: Figure, study: Study, hues: Sequence[str]) -> dict[str, Any]:
+    """One colour per hue value, the same in every figure of the study (by the study's order)."""
+    return {hue: PALETTE[i % len(PALETTE)] for i, hue in enumerate(_every_hue(figure, study, hues))}
+
+
+def styles(figure: Figure, study: Study, hues: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Colour, marker and line style per hue value: past the palette's eight colours, a repeated
+    colour comes with another marker and line style, so no two curves look alike; an oracle is dashed."""
+    out = {}
+    for i, hue in enumerate(_every_hue(figure, study, hues)):
+        turn = i // len(PALETTE)
+        oracle = hue in figure.oracles
+        out[hue] = {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[(i + turn) % len(MARKERS)],
+                    "linestyle": "--" if oracle else DASHES[turn % len(DASHES)], "oracle": oracle}
+    return out
+
+
+def _name(hue: str, figure: Figure) -> str:
+    return hue + (ORACLE if hue in figure.oracles else "")
+
+
+def draw(figure: Figure, data: pd.DataFrame, study: Study, trials: int, scale: str = "") -> MplFigure:
+    """The matplotlib figure of ``figure`` from its :func:`figure_data` (one panel per facet).
+
+    Every axis and legend title is a label with its unit (:func:`netsim.catalog.title`); legends
+    sit outside the panels, so no point or curve is under one; a point whose 95 % interval overlaps
+    another curve's at the same x is drawn hollow, and the subtitle states the trials per point,
+    what is not separated, and the figure's note for ``scale`` (a study's ``note`` table)."""
     facets = (list(figure.metrics) if figure.panels else order(figure.facet, study, data["facet"])) or [NONE]
     hues = order(figure.hue, study, data["hue"]) if figure.hue else [NONE]
-    palette = colours(figure, study, hues)
+    look = styles(figure, study, hues)
     columns = min(3, len(facets))
     rows = -(-len(facets) // columns)
-    canvas = MplFigure(figsize=(5.4 * columns, 4.0 * rows + 0.6), layout="constrained")
+    canvas = MplFigure(figsize=(5.6 * columns + 2.2, 4.0 * rows + 0.9), layout="constrained")
     axes = np.atleast_1d(canvas.subplots(rows, columns, squeeze=False)).ravel()
     painter = {"series": _series, "final": _final, "loglog": _final, "tradeoff": _tradeoff}[figure.kind]
     cut = False
     for ax, facet in zip(axes, facets):
         here = data[data["facet"] == facet]
-        painter(ax, replace(figure, y=facet) if figure.panels else figure, here, hues, palette)
+        painter(ax, replace(figure, y=facet) if figure.panels else figure, here, hues, look)
         if figure.panels:
             ax.set_title(_label(facet), fontsize=10)
         elif figure.facet:
-            ax.set_title(f"{figure.facet} = {facet}", fontsize=10)
+            ax.set_title(f"{_label(figure.facet)} = {facet}", fontsize=10)
         if figure.baseline:
             ax.axhline(0.0, color="0.4", linewidth=0.8)
             ax.set_ylabel(f"{ax.get_ylabel()}\nminus {figure.baseline} (paired)")
@@ -221,22 +267,80 @@ def draw(figure: Figure, data: pd.DataFrame, study: Study, trials: int) -> MplFi
             ax.set_xscale("log")
         cut |= _floor_at_zero(ax, figure, here)
         if len(hues) > 1 or figure.kind in ("tradeoff", "loglog"):
-            ax.legend(fontsize=8, title=figure.hue if figure.hue and figure.hue != "variant" else None,
-                      title_fontsize=8)
+            title = _label(figure.hue) if figure.hue and figure.hue != "variant" else None
+            meaning = point_texts(here)[1] if figure.kind == "tradeoff" else ""
+            if meaning:
+                title = (f"{title}\n" if title else "") + f"point labels: {meaning}"
+            ax.legend(fontsize=8, title=title, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                      borderaxespad=0.0, frameon=False)
     for ax in axes[len(facets):]:
         ax.set_visible(False)
     title = figure.title or study.title or study.name
-    note = f"mean and {CONFIDENCE:.0%} Student-t interval over {trials} trial(s)"
+    counts = data["y_n" if figure.kind == "tradeoff" else "n"].dropna()
+    n = f"{int(counts.min())}" if len(counts) and counts.min() == counts.max() else (
+        f"{int(counts.min())} to {int(counts.max())}" if len(counts) else str(trials))
+    note = f"mean and {CONFIDENCE:.0%} Student-t interval; n = {n} trials per point (of {trials})"
     if "unfinished" in data.columns:  # counted once: in the first panel (the others repeat the trials)
         unfinished = int(data.loc[data["facet"] == facets[0], "unfinished"].sum())
         if unfinished:
             note += f"; {unfinished} trial(s) unfinished at the horizon"
     if cut:
         note += "; intervals cut at 0 where no trial value is negative"
-    width = 75 * columns  # characters that fit above the panels
-    lines = [*textwrap.wrap(title, width), *textwrap.wrap(note, width)]
-    canvas.suptitle("\n".join(lines), fontsize=10)
+    lines = [title, note]
+    if any(h in figure.oracles for h in hues):
+        lines.append("(oracle): a reference no real network reaches (e.g. rewards pooled at once, without delay or "
+                     "loss)" + ("; kept off the Pareto front" if figure.kind == "tradeoff" else ""))
+    apart = not_separated(figure, data)
+    if apart:
+        lines.append(apart)
+        if len(counts) and 2 <= counts.min() <= 5:  # the one-line reason few trials give
+            from netsim.studies.stats import t_quantile
+
+            low = int(counts.min())
+            lines.append(f"with n = {low} the 95 % interval is mean ± {t_quantile(low - 1):.1f} standard errors: "
+                         "more trials (--trials, --scale paper) or a paired difference (baseline) may separate them")
+    if scale and figure.notes.get(scale):
+        lines.append(f"{scale} scale: {figure.notes[scale]}")
+    width = 80 * columns + 30  # characters that fit above the panels
+    canvas.suptitle("\n".join(line for text in lines for line in textwrap.wrap(text, width)), fontsize=9)
+    if figure.kind == "tradeoff":  # placed once the layout is final (the labels stay out of it)
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(canvas)
+        canvas.draw_without_rendering()
+        canvas.set_layout_engine("none")
+        for ax, facet in zip(axes, facets):
+            here = data[data["facet"] == facet]
+            label_points(ax, here.assign(_text=point_texts(here)[0]))
     return canvas
+
+
+def not_separated(figure: Figure, data: pd.DataFrame) -> str:
+    """One line on what the figure cannot tell apart (empty when every comparison is separated)."""
+    if figure.kind == "tradeoff":
+        texts = point_texts(data)[0]
+        shown = {label: f"{hue} ({text})" if text else hue
+                 for label, hue, text in zip(data["label"], data["hue"], texts)}  # no dotted key on a figure
+        pairs = {tuple(sorted((shown[row["label"]], shown.get(other, other)))) for _, row in data.iterrows()
+                 for other in str(row["overlaps"]).split("; ") if other}
+        if not pairs:
+            return ""
+        return (f"hollow: intervals overlap on both axes ({len(pairs)} pair(s) of points not separated, "
+                "e.g. " + " ~ ".join(next(iter(sorted(pairs)))) + ")")
+    last = data if figure.kind != "series" else data[data["time"] == data["time"].max()]
+    pairs = {tuple(sorted((row["hue"], other))) for _, row in last.iterrows()
+             for other in str(row["overlaps"]).split("; ") if other and other != "0"}
+    zero = sorted({row["hue"] for _, row in last.iterrows() if "0" in str(row["overlaps"]).split("; ")})
+    if not pairs and not zero:
+        return ""
+    where = "at the horizon" if figure.kind == "series" else "at the same x"
+    parts = []
+    if pairs:
+        shown = ", ".join(" ~ ".join(p) for p in sorted(pairs)[:4]) + (", ..." if len(pairs) > 4 else "")
+        parts.append(f"intervals overlap {where} (not separated): {shown}")
+    if zero:
+        parts.append(f"interval holds 0 (not told apart from {figure.baseline}): {', '.join(zero)}")
+    return "; ".join(parts) + ("; hollow markers" if figure.kind != "series" else "")
 
 
 def _floor_at_zero(ax: Any, figure: Figure, data: pd.DataFrame) -> bool:
@@ -259,36 +363,63 @@ def _floor_at_zero(ax: Any, figure: Figure, data: pd.DataFrame) -> bool:
     return cut
 
 
-def _legend(hue: str, here: pd.DataFrame) -> str:
-    label = hue if hue != NONE else "mean"
+def _legend(hue: str, here: pd.DataFrame, figure: Figure) -> str:
+    label = _name(hue, figure) if hue != NONE else "mean"
     if "unfinished" in here.columns and here["unfinished"].sum():
         label += f" ({int(here['unfinished'].sum())} unfinished trial(s))"
     return label
 
 
-def _series(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], palette: dict) -> None:
+def _hollow(row: pd.Series) -> bool:
+    return bool(str(row.get("overlaps", "")))
+
+
+def _points(ax: Any, xs: np.ndarray, ys: np.ndarray, hollow: Sequence[bool], style: dict, size: float) -> None:
+    """The hollow markers (white inside) over the points whose interval overlaps another's, never clipped."""
+    keep = np.asarray(hollow, dtype=bool)
+    if keep.any():
+        ax.scatter(np.asarray(xs)[keep], np.asarray(ys)[keep], s=size, marker=style["marker"], facecolors="white",
+                   edgecolors=style["color"], linewidths=1.2, zorder=4, clip_on=False)
+
+
+def _errorbar(ax: Any, xs: Any, ys: Any, style: dict, **options: Any) -> None:
+    """Points with their intervals; the markers (filled, white for an oracle) are never clipped, so a
+    point on an axis is drawn whole."""
+    face = "white" if style["oracle"] else style["color"]
+    bars = ax.errorbar(xs, ys, color=style["color"], marker=style["marker"], markersize=6, markerfacecolor=face,
+                       **options)
+    bars.lines[0].set_clip_on(False)
+    bars.lines[0].set_zorder(3)
+
+
+def _series(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], look: dict) -> None:
     for hue in hues:
         curve = data[data["hue"] == hue].sort_values("time")
         if curve.empty:
             continue
-        ax.plot(curve["time"], curve["mean"], color=palette[hue], label=_legend(hue, curve))
-        ax.fill_between(curve["time"], curve["lo"], curve["hi"], color=palette[hue], alpha=0.2, linewidth=0)
+        style = look[hue]
+        ax.plot(curve["time"], curve["mean"], color=style["color"], linestyle=style["linestyle"],
+                label=_legend(hue, curve, figure))
+        ax.fill_between(curve["time"], curve["lo"], curve["hi"], color=style["color"], alpha=0.15, linewidth=0)
+        end = curve.iloc[-1:]
+        _points(ax, end["time"].to_numpy(), end["mean"].to_numpy(), [_hollow(end.iloc[0])], style, 28)
     ax.set_xlabel(_label("time"))
     ax.set_ylabel(_label(figure.y))
 
 
-def _final(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], palette: dict) -> None:
+def _final(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], look: dict) -> None:
     reference = data["x"].isna()
     drawn, lines = data[~reference], data[reference]
     numeric = _numeric(drawn["x"]) if len(drawn) else True
     categories = list(dict.fromkeys(drawn["x"].astype(str))) if not numeric else []
     width = 0.8 / max(len(hues), 1)
     for index, hue in enumerate(hues):
+        style = look[hue]
         points = drawn[drawn["hue"] == hue]
         for _, line in lines[lines["hue"] == hue].iterrows():
-            ax.axhline(line["mean"], color=palette[hue], linestyle=":", linewidth=1.2,
-                       label=f"{_legend(hue, lines[lines['hue'] == hue])} (reference, no grid)")
-            ax.axhspan(line["lo"], line["hi"], color=palette[hue], alpha=0.12, linewidth=0)
+            ax.axhline(line["mean"], color=style["color"], linestyle=":", linewidth=1.2,
+                       label=f"{_legend(hue, lines[lines['hue'] == hue], figure)} (reference, no grid)")
+            ax.axhspan(line["lo"], line["hi"], color=style["color"], alpha=0.12, linewidth=0)
         if points.empty:
             continue
         if numeric:
@@ -296,13 +427,14 @@ def _final(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], palette
         else:
             xs = np.array([categories.index(str(v)) for v in points["x"]], dtype=float)
             xs += (index - (len(hues) - 1) / 2) * width
-        label = _legend(hue, points)
+        label = _legend(hue, points, figure)
         if figure.kind == "loglog" and np.isfinite(points["slope"].iloc[0]):
             label += f", slope {points['slope'].iloc[0]:.2f}"
         means = points["mean"].to_numpy(dtype=float)
         error = np.vstack([means - points["lo"].to_numpy(dtype=float), points["hi"].to_numpy(dtype=float) - means])
-        ax.errorbar(xs, means, yerr=error, color=palette[hue], marker="o", markersize=4, capsize=3,
-                    linestyle="-" if numeric else "none", label=label)
+        _errorbar(ax, xs, means, style, yerr=error, capsize=3, linestyle=style["linestyle"] if numeric else "none",
+                  label=label)
+        _points(ax, xs, means, [_hollow(r) for _, r in points.iterrows()], style, 30)
     if not numeric:
         ax.set_xticks(range(len(categories)), categories, rotation=30 if len(categories) > 4 else 0,
                       ha="right" if len(categories) > 4 else "center")
@@ -310,42 +442,109 @@ def _final(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], palette
     ax.set_ylabel(_label(figure.y))
 
 
-def _tradeoff(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], palette: dict) -> None:
+def _spread_x(ax: Any, figure: Figure, data: pd.DataFrame) -> None:
+    """A trade-off whose costs span more than two decades with a point at 0 (a protocol that never
+    sends) gets a symmetric-log x axis: linear up to the smallest positive cost, logarithmic above,
+    so that neither the free point nor the costly ones crowd the others."""
+    xs = data["x_mean"].to_numpy(dtype=float)
+    positive = xs[xs > 0]
+    if figure.logx or not len(positive) or not (xs == 0).any() or positive.max() / positive.min() < 100:
+        return
+    ax.set_xscale("symlog", linthresh=10 ** np.floor(np.log10(positive.min())), linscale=0.5)
+
+
+def point_texts(data: pd.DataFrame) -> tuple[list[str], str]:
+    """The short text written next to each trade-off point (the values of the parameters that tell a
+    variant's points apart, ``detail``), and what those values are (their labels and units)."""
+    keys: list[str] = []
+    texts = []
+    for detail in data["detail"].fillna("").astype(str):
+        pairs = [part.split("=", 1) for part in detail.split(", ") if "=" in part]
+        keys += [k for k, _ in pairs if k not in keys]
+        texts.append(", ".join(v for _, v in pairs))
+    return texts, ", ".join(_label(k) for k in keys)
+
+
+def _tradeoff(ax: Any, figure: Figure, data: pd.DataFrame, hues: list[str], look: dict) -> None:
     for hue in hues:
         points = data[data["hue"] == hue]
         if points.empty:
             continue
+        style = look[hue]
         xerr = np.vstack([points["x_mean"] - points["x_lo"], points["x_hi"] - points["x_mean"]])
         yerr = np.vstack([points["y_mean"] - points["y_lo"], points["y_hi"] - points["y_mean"]])
-        ax.errorbar(points["x_mean"], points["y_mean"], xerr=xerr, yerr=yerr, color=palette[hue], marker="o",
-                    markersize=5, capsize=2, linestyle="-" if len(points) > 1 else "none", linewidth=0.8,
-                    label=_legend(hue, points))  # a variant's grid points joined in grid order
-        if len(data) <= 12:  # beyond that, labels would hide the points: the CSV has them
-            for _, point in points.iterrows():
-                # the legend names the variant: a point is annotated with what else tells it apart
-                text = point["detail"] if figure.hue == "variant" else point["label"]
-                if text:
-                    ax.annotate(text, (point["x_mean"], point["y_mean"]), textcoords="offset points",
-                                xytext=(4, 4), fontsize=7).set_in_layout(False)
+        _errorbar(ax, points["x_mean"], points["y_mean"], style, xerr=xerr, yerr=yerr, capsize=2, linewidth=0.8,
+                  linestyle=style["linestyle"] if len(points) > 1 else "none",
+                  label=_legend(hue, points, figure))  # a variant's grid points joined in grid order
+        _points(ax, points["x_mean"].to_numpy(), points["y_mean"].to_numpy(),
+                [_hollow(r) for _, r in points.iterrows()], style, 36)
+    _spread_x(ax, figure, data)
     front = data[data["pareto"]].sort_values("x_mean")
     if len(front):
         ax.step(front["x_mean"], front["y_mean"], where="post", color="0.3", linestyle="--", linewidth=1,
                 label="Pareto front (lower is better)")
-        ax.scatter(front["x_mean"], front["y_mean"], s=90, facecolors="none", edgecolors="0.2", linewidths=1)
+        ax.scatter(front["x_mean"], front["y_mean"], s=110, facecolors="none", edgecolors="0.2", linewidths=1,
+                   zorder=5, clip_on=False)
     ax.set_xlabel(_label(figure.x))
     ax.set_ylabel(_label(figure.y))
+
+
+def label_points(ax: Any, data: pd.DataFrame) -> None:
+    """Write each point's text beside it, at the first place around it (eight directions, at five
+    distances) that covers no other text and no point, in display coordinates; where none is free,
+    at the place covering least. Every label is kept."""
+    if not data["_text"].astype(bool).any():
+        return
+    renderer = ax.figure.canvas.get_renderer()
+    centres = ax.transData.transform(data[["x_mean", "y_mean"]].to_numpy(dtype=float))
+    taken = [(x - 5, y - 5, x + 5, y + 5) for x, y in centres]
+    around = [(5, 4), (5, -11), (-5, 4), (-5, -11), (0, 9), (0, -16), (10, -3), (-10, -3)]
+    offsets = [(dx * k, dy * k) for k in (1.0, 2.2, 3.6, 5.0, 6.5) for dx, dy in around]
+    for (x, y), text in zip(centres, data["_text"]):
+        if not text:
+            continue
+        best, cost = None, np.inf
+        for dx, dy in offsets:
+            box = _box(ax, text, x + dx, y + dy, dx, renderer)
+            covered = sum(_area(box, other) for other in taken)
+            if covered < cost:
+                best, cost = (dx, dy, box), covered
+            if covered == 0:
+                break
+        dx, dy, box = best
+        taken.append(box)
+        ax.annotate(text, ax.transData.inverted().transform((x + dx, y + dy)), fontsize=7, color="0.15",
+                    ha="left" if dx >= 0 else "right", va="bottom", annotation_clip=False).set_in_layout(False)
+
+
+def _area(a: tuple, b: tuple) -> float:
+    """The area two boxes share."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def _box(ax: Any, text: str, x: float, y: float, dx: float, renderer: Any) -> tuple[float, float, float, float]:
+    probe = ax.text(0, 0, text, fontsize=7, transform=None)
+    extent = probe.get_window_extent(renderer)
+    probe.remove()
+    w, h = extent.width, extent.height
+    left = x if dx >= 0 else x - w
+    return (left, y, left + w, y + h)
 
 
 # ---------------------------------------------------------------------- files
 def render(canvas: MplFigure, fmt: str) -> bytes:
     """``canvas`` as PNG or SVG bytes (the SVG without a date, so a redraw gives the same bytes)."""
     buffer = io.BytesIO()
+    import matplotlib
+
     options: dict[str, Any] = {"metadata": {"Date": None}} if fmt == "svg" else {"dpi": 110}
-    canvas.savefig(buffer, format=fmt, **options)
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # SVG text stays text: searchable, editable for a paper
+        canvas.savefig(buffer, format=fmt, **options)
     return buffer.getvalue()
 
 
-def write_figures(folder: Path, study: Study, tables: Mapping[str, pd.DataFrame], trials: int) -> list[Path]:
+def write_figures(folder: Path, study: Study, tables: Mapping[str, pd.DataFrame], trials: int,
+                  scale: str = "") -> list[Path]:
     """Draw every figure of ``study`` into ``folder/figures``: NAME.csv, NAME.png, NAME.svg."""
     from netsim.plots import style
 
@@ -354,7 +553,7 @@ def write_figures(folder: Path, study: Study, tables: Mapping[str, pd.DataFrame]
     for figure in study.figures:
         data = figure_data(figure, tables)
         with style():
-            canvas = draw(figure, data, study, trials)
+            canvas = draw(figure, data, study, trials, scale)
             files = {"csv": data.to_csv(index=False, lineterminator="\n").encode(),
                      "png": render(canvas, "png"), "svg": render(canvas, "svg")}
         for ext, content in files.items():

@@ -27,6 +27,7 @@ A study is a TOML file (bundled ones live in ``scenarios/studies/`` and run by n
     set = { "protocol.epsilon" = 1 }
     scale = { quick = { "run.horizon" = 5000 } }   # overrides of this variant at one scale
     grid = true                                 # false: run once (a reference drawn across x)
+    oracle = false                              # true: unreachable reference (hollow, off the Pareto front)
 
     [[figure]]
     kind = "series"                             # series | final | tradeoff | loglog
@@ -57,7 +58,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,8 @@ VARIANT = {
     "set": P.table({}, doc="overrides of this variant"),
     "scale": P.table({}, doc="scale name -> overrides of this variant at that scale"),
     "grid": P.boolean(True, doc="false: run once, not at every grid point (a reference drawn across the x axis)"),
+    "oracle": P.boolean(False, doc="a reference no real network can reach (central-ucb's instant pooling): marked "
+                                   "'(oracle)', drawn hollow and dashed, kept off the Pareto front"),
 }
 FIGURE = {
     "name": P.text("", doc="file name of the figure (default: kind, y and x)"),
@@ -120,6 +123,8 @@ FIGURE = {
     "logx": P.boolean(False, doc="logarithmic x axis"),
     "caption": P.text("", doc="shown under the figure in the report"),
     "baseline": P.text("", doc="series, final: plot each variant's paired difference from this variant"),
+    "note": P.table({}, doc="scale name -> one line the figure shows at that scale (e.g. why it cannot separate "
+                            "what the paper shows)"),
 }
 
 
@@ -143,6 +148,7 @@ class Variant:
     set: Mapping[str, Any]
     scale: Mapping[str, Mapping[str, Any]]
     grid: bool = True
+    oracle: bool = False
 
 
 @dataclass(frozen=True)
@@ -162,6 +168,8 @@ class Figure:
     logx: bool
     caption: str
     baseline: str = ""
+    oracles: tuple[str, ...] = ()  # the study's variants marked oracle = true
+    notes: Mapping[str, str] = field(default_factory=dict)  # scale -> one line shown on the figure
 
     @property
     def panels(self) -> bool:
@@ -278,6 +286,11 @@ def parse(document: Mapping[str, Any], *, path: Path, text: str = "") -> Study:
     figures = []
     for index, raw in enumerate(top["figure"]):
         figure = _figure(index, raw, [v.name for v in variants], source)
+        figure = replace(figure, oracles=tuple(v.name for v in variants if v.oracle))
+        for scale in figure.notes:
+            if scale not in scales:
+                raise InputError(f"unknown scale {P.bounded_repr(scale)}; accepted: {', '.join(scales)}", source=source,
+                                 key=f"figure {figure.name!r}.note")
         if any(f.name == figure.name for f in figures):
             raise InputError(f"figure name {figure.name!r} given twice; accepted: a distinct name per figure",
                              source=source, key=f"figure {index + 1}")
@@ -349,7 +362,7 @@ def _variant(index: int, raw: Any, scales: Mapping[str, Scale], path: Path) -> V
                              key=f"{where}.scale")
         per_scale[name] = overrides(table, f"{where}.scale.{name}", source)
     return Variant(values["name"], scenario, overrides(values["set"], f"{where}.set", source), per_scale,
-                   values["grid"])
+                   values["grid"], values["oracle"])
 
 
 def _figure(index: int, raw: Any, variants: Sequence[str], source: str) -> Figure:
@@ -396,6 +409,11 @@ def _figure(index: int, raw: Any, variants: Sequence[str], source: str) -> Figur
         raise InputError("a baseline needs one curve per variant; accepted: hue = 'variant' (the default)",
                          source=source, key=f"{where}.baseline")
     logged = kind == "loglog"
+    notes = values["note"]
+    for scale, line in notes.items():
+        if not isinstance(line, str):
+            raise InputError(f"got {P.bounded_repr(line)}; expected one line of text", source=source,
+                             key=f"{where}.note.{scale}")
     return Figure(name=name, kind=kind, y=y, x=x, metrics=metrics, hue=hue, facet=values["facet"],
                   variants=values["variants"], title=values["title"], logy=values["logy"] or logged,
-                  logx=values["logx"] or logged, caption=values["caption"], baseline=baseline)
+                  logx=values["logx"] or logged, caption=values["caption"], baseline=baseline, notes=dict(notes))

@@ -78,3 +78,24 @@ def slope(x: Sequence[float], y: Sequence[float]) -> float:
     if keep.sum() < 2 or np.ptp(xs[keep]) == 0:
         return float("nan")
     return float(np.polyfit(np.log(xs[keep]), np.log(ys[keep]), 1)[0])
+
+
+def overlapping(labels: Sequence[str], lo: Sequence[float], hi: Sequence[float], n: Sequence[int],
+                zero: bool = False) -> list[list[str]]:
+    """For each interval ``[lo, hi]`` over ``n`` trials, the labels of the other intervals it overlaps
+    (shares a value with), plus ``"0"`` when ``zero`` and it contains 0 (a paired difference not told
+    apart from the baseline). A mean of one trial has no interval and cannot separate: it counts as
+    overlapping every other interval. NaN intervals overlap nothing."""
+    lows, highs = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    single = np.asarray(n, dtype=float) < 2
+    out = []
+    for i in range(len(lows)):
+        if np.isnan(lows[i]) or np.isnan(highs[i]):
+            out.append([])
+            continue
+        hit = [labels[j] for j in range(len(lows)) if j != i and not np.isnan(lows[j])
+               and (single[i] or single[j] or (lows[i] <= highs[j] and lows[j] <= highs[i]))]
+        if zero and (single[i] or lows[i] <= 0.0 <= highs[i]):
+            hit.append("0")
+        out.append(hit)
+    return out

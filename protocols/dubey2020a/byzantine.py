@@ -8,7 +8,7 @@ import numpy as np
 from netsim import params as P
 from netsim.flooding import Flooding
 from netsim.registry import register_protocol
-from protocols.dubey2020a.rules import byzantine_choice, gamma_field, resolve_gamma
+from protocols.dubey2020a.rules import COLUMNS, byzantine_choice, gamma_field, resolve_gamma
 from protocols.dubey2020a.trials import Trials
 from protocols.robust import SampleSets
 
@@ -25,13 +25,15 @@ class ByzantineProofMultiAgentUCB(Trials):
     """
 
     name = "dubey2020a-byzantine"
-    columns = ("gamma", "records_corrupted", "records_forwarded", "records_duplicate")
+    columns = {k: COLUMNS[k] for k in ("gamma", "records_corrupted", "records_forwarded", "records_duplicate")}
     description = "Byzantine-proof Multi-Agent UCB (Alg. 3): trimmed means of all rewards heard within gamma hops"
     fields = {
         "epsilon": P.real(1e-3, low=0.0, high=0.5, high_open=True,
-                          doc="contamination level eps assumed by the estimator, in [0, 0.5)"),
+                          doc="contamination level eps assumed by the estimator, in [0, 0.5)",
+                          label="contamination level ε", unit=""),
         "sigma": P.real(0.5, low=0.0, low_open=True,
-                        doc="sigma of Theorem 4.2 / Alg. 3 line 9 (1/2 bounds the std of a [0, 1] reward)"),
+                        doc="sigma of Theorem 4.2 / Alg. 3 line 9 (1/2 bounds the std of a [0, 1] reward)",
+                        label="reward scale σ", unit=""),
         "gamma": gamma_field(),
     }
     kind = "dubey2020a-rewards"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from netsim.registry import register_protocol
-from protocols.dubey2020a.rules import epsilon_field, ucb_choice, v_field
+from protocols.dubey2020a.rules import COLUMNS, epsilon_field, ucb_choice, v_field
 from protocols.dubey2020a.trials import Trials, forget_own, own_update
 from protocols.privacy.interval import IntervalMechanism
 
@@ -21,7 +21,7 @@ class IsolatedDPUCBInt(Trials):
     """
 
     name = "dp-ucb-int"
-    columns = ("epsilon_spent", "releases")
+    columns = {k: COLUMNS[k] for k in ("epsilon_spent", "releases")}
     description = "DP-UCB-INT (interval mechanism) on every agent in isolation (baseline)"
     requires_connected = False
     fields = {"epsilon": epsilon_field(), "v": v_field()}

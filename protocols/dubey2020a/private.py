@@ -7,7 +7,7 @@ import numpy as np
 
 from netsim.flooding import Flooding
 from netsim.registry import register_protocol
-from protocols.dubey2020a.rules import epsilon_field, gamma_field, resolve_gamma, ucb_choice, v_field
+from protocols.dubey2020a.rules import COLUMNS, epsilon_field, gamma_field, resolve_gamma, ucb_choice, v_field
 from protocols.dubey2020a.trials import Trials, forget_own, own_update
 from protocols.privacy.interval import IntervalMechanism
 
@@ -23,7 +23,7 @@ class PrivateMultiAgentUCB(Trials):
     """
 
     name = "dubey2020a-private"
-    columns = ("gamma", "epsilon_spent", "releases", "records_forwarded", "records_duplicate")
+    columns = {k: COLUMNS[k] for k in ("gamma", "epsilon_spent", "releases", "records_forwarded", "records_duplicate")}
     description = "Private Multi-Agent UCB (Alg. 1-2): interval mechanism + LOCAL messages with life gamma"
     fields = {"epsilon": epsilon_field(), "v": v_field(), "gamma": gamma_field()}
     kind = "dubey2020a-means"

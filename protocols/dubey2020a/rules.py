@@ -15,9 +15,21 @@ from protocols.ucb import ucb_index
 GAMMA_WORDS = ("half-diameter", "diameter")
 
 
+#: the trials columns of the family's protocols (each protocol picks its own)
+COLUMNS = {
+    "gamma": P.column("message life γ", "hops", doc="life of the messages in hops (resolved on the graph)"),
+    "epsilon_spent": P.column("privacy loss spent ε", doc="the ε an agent's releases spent"),
+    "releases": P.column("releases", doc="private releases made (interval mechanism)"),
+    "records_forwarded": P.column("records forwarded", doc="records relayed to neighbours"),
+    "records_duplicate": P.column("duplicate records", doc="records received again and ignored"),
+    "records_corrupted": P.column("records corrupted", doc="records a byzantine agent or link changed"),
+}
+
+
 def gamma_field() -> P.Field:
     return P.either(P.integer(low=0), P.choice(GAMMA_WORDS), default="half-diameter",
-                    doc="message life in hops: an integer >= 0, 'diameter', or 'half-diameter' = max(1, floor(D/2))")
+                    doc="message life in hops: an integer >= 0, 'diameter', or 'half-diameter' = max(1, floor(D/2))",
+                    label="message life γ", unit="hops")
 
 
 def resolve_gamma(value: int | str, graph: nx.Graph) -> int:
@@ -36,12 +48,14 @@ def resolve_gamma(value: int | str, graph: nx.Graph) -> int:
 
 def epsilon_field() -> P.Field:
     return P.real(0.1, low=0.0, low_open=True, high=1.0, allow_inf=True,
-                  doc="privacy parameter of the interval mechanism, in (0, 1]; inf = no privacy")
+                  doc="privacy parameter of the interval mechanism, in (0, 1]; inf = no privacy",
+                  label="privacy level ε", unit="")
 
 
 def v_field() -> P.Field:
     return P.real(1.1, low=1.0, high=1.5, low_open=True, high_open=True,
-                  doc="privacy rate v in (1, 1.5): Laplace scale n^(v/2-1) (Alg. 1 line 7)")
+                  doc="privacy rate v in (1, 1.5): Laplace scale n^(v/2-1) (Alg. 1 line 7)",
+                  label="privacy rate v", unit="")
 
 
 def private_group_estimates(own_sums: np.ndarray, own_counts: np.ndarray, table_means: np.ndarray,

@@ -105,14 +105,23 @@ class CentralizedFedUCB(Protocol):
     """Alg. 1 with a controller node; see the module docstring."""
 
     name = "feducb"
-    columns = ("threshold_D", "sync_requests", "tree_depth", "rho_min", "rho_max", "kappa", "epsilon_spent",
-               "comm_bound_prop1")
+    columns = {
+        "threshold_D": P.column("synchronisation threshold D", doc="the log-det threshold D in force"),
+        "sync_requests": P.column("synchronisations asked", doc="synchronisation requests sent"),
+        "tree_depth": P.column("tree depth", doc="depth of the binary-tree counter"),
+        "rho_min": P.column("ρ_min", doc="smallest regulariser of the privatized Gram matrix"),
+        "rho_max": P.column("ρ_max", doc="largest regulariser of the privatized Gram matrix"),
+        "kappa": P.column("κ", doc="the noise bound κ of the calibration"),
+        "epsilon_spent": P.column("privacy loss spent ε", doc="the ε the released statistics spent"),
+        "comm_bound_prop1": P.column("communication bound (Prop. 1)", doc="the paper's bound on the synchronisations"),
+    }
     description = "centralized FedUCB (dubey2020 Alg. 1): private federated OFUL with log-det synchronisation"
     fields: ClassVar[Mapping[str, P.Field]] = {
         **FIELDS,
         "round_timeout": P.real(20.0, low=0.0, low_open=True,
                                 doc="slots after which the controller closes a round with the uploads it has, "
-                                    "and after which an agent waiting for a sync asks again"),
+                                    "and after which an agent waiting for a sync asks again",
+                                label="round timeout", unit="slots"),
     }
     servers = 1
     bandit_kinds = ("linear",)

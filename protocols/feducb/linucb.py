@@ -142,18 +142,28 @@ def _rank_one(inv: np.ndarray, logdet: np.ndarray, x: np.ndarray) -> tuple[np.nd
 
 
 FIELDS = {
-    "epsilon": P.real(1.0, low=0.0, low_open=True, allow_inf=True, doc="privacy budget epsilon (inf = non-private)"),
-    "delta": P.real(0.1, low=0.0, high=1.0, low_open=True, high_open=True, doc="privacy delta (Sec. 4.4: 0.1)"),
+    "epsilon": P.real(1.0, low=0.0, low_open=True, allow_inf=True, doc="privacy budget epsilon (inf = non-private)",
+                      label="privacy level ε", unit=""),
+    "delta": P.real(0.1, low=0.0, high=1.0, low_open=True, high_open=True, doc="privacy delta (Sec. 4.4: 0.1)",
+                    label="privacy δ", unit=""),
     "alpha": P.real(0.1, low=0.0, high=1.0, low_open=True, high_open=True,
-                    doc="failure probability of the confidence set (Defs. 2-3)"),
-    "L": P.real(1.0, low=0.0, low_open=True, doc="bound on ||x|| (Sec. 4.4: L = 1)"),
-    "S": P.real(1.0, low=0.0, low_open=True, doc="bound on ||theta|| (Sec. 4.4: S = 1)"),
-    "sigma": P.real(0.5, low=0.0, doc="sub-Gaussian constant of the reward noise (Bernoulli: 1/2)"),
-    "lam": P.real(1.0, low=0.0, low_open=True, doc="ridge rho_min = rho_max when epsilon = inf"),
-    "beta_scale": P.real(1.0, low=0.0, doc="multiplies beta of Prop. 2 (1 = theory; scenarios document their value)"),
-    "communication": P.choice(MODES, "mlogt", doc="Experiment 2 mode: m1.5, mlogt or mt (sets D)"),
+                    doc="failure probability of the confidence set (Defs. 2-3)",
+                    label="confidence failure probability α", unit=""),
+    "L": P.real(1.0, low=0.0, low_open=True, doc="bound on ||x|| (Sec. 4.4: L = 1)",
+                label="context norm bound L", unit=""),
+    "S": P.real(1.0, low=0.0, low_open=True, doc="bound on ||theta|| (Sec. 4.4: S = 1)",
+                label="parameter norm bound S", unit=""),
+    "sigma": P.real(0.5, low=0.0, doc="sub-Gaussian constant of the reward noise (Bernoulli: 1/2)",
+                    label="noise constant σ", unit=""),
+    "lam": P.real(1.0, low=0.0, low_open=True, doc="ridge rho_min = rho_max when epsilon = inf",
+                  label="ridge λ", unit=""),
+    "beta_scale": P.real(1.0, low=0.0, doc="multiplies beta of Prop. 2 (1 = theory; scenarios document their value)",
+                         label="β scale", unit=""),
+    "communication": P.choice(MODES, "mlogt", doc="Experiment 2 mode: m1.5, mlogt or mt (sets D)",
+                              label="communication mode"),
     "threshold": P.either(P.choice(("auto",)), P.real(low=0.0), default="auto",
-                          doc="explicit synchronisation threshold D >= 0 (overrides communication)"),
+                          doc="explicit synchronisation threshold D >= 0 (overrides communication)",
+                          label="synchronisation threshold D", unit=""),
 }
 
 

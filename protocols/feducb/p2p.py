@@ -86,10 +86,21 @@ class DecentralizedFedUCB(Protocol):
     """Sec. 4.2 (appendix): gamma round-robin estimators, requests and replies over LOCAL."""
 
     name = "feducb-p2p"
-    columns = ("threshold_D", "sync_requests", "sync_replies", "tree_depth", "rho_min", "rho_max", "kappa",
-               "epsilon_spent", "mean_neighbourhood", "comm_bound_prop1")
+    columns = {
+        "threshold_D": P.column("synchronisation threshold D", doc="the log-det threshold D in force"),
+        "sync_requests": P.column("synchronisations asked", doc="synchronisation requests sent"),
+        "sync_replies": P.column("synchronisation replies", doc="synchronisation replies sent"),
+        "tree_depth": P.column("tree depth", doc="depth of the binary-tree counter"),
+        "rho_min": P.column("ρ_min", doc="smallest regulariser of the privatized Gram matrix"),
+        "rho_max": P.column("ρ_max", doc="largest regulariser of the privatized Gram matrix"),
+        "kappa": P.column("κ", doc="the noise bound κ of the calibration"),
+        "epsilon_spent": P.column("privacy loss spent ε", doc="the ε the released statistics spent"),
+        "mean_neighbourhood": P.column("mean neighbourhood", doc="mean agents within γ hops"),
+        "comm_bound_prop1": P.column("communication bound (Prop. 1)", doc="the paper's bound on the synchronisations"),
+    }
     description = "decentralized FedUCB (dubey2020 Sec. 4.2): gamma subsampled estimators, LOCAL-protocol sync"
-    fields = {**FIELDS, "gamma": P.integer(1, low=1, doc="time-to-live of messages = number of estimators")}
+    fields = {**FIELDS, "gamma": P.integer(1, low=1, doc="time-to-live of messages = number of estimators",
+                                           label="message life γ", unit="hops")}
     servers = 0
     requires_connected = True
     bandit_kinds = ("linear",)

@@ -26,7 +26,8 @@ class CDPMAB(Elimination):
     fields: ClassVar[Mapping[str, P.Field]] = {
         **COMMON_FIELDS,
         "participation": P.real(1.0, low=0.0, high=1.0, low_open=True,
-                                doc="participation rate p: N = ceil(pM) random agents upload per round (Sec. IV-B)"),
+                                doc="participation rate p: N = ceil(pM) random agents upload per round (Sec. IV-B)",
+                                label="participation rate p", unit=""),
     }
 
     def participants(self) -> int:

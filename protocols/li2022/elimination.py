@@ -24,10 +24,13 @@ TIE = 1e-9
 
 COMMON_FIELDS = {
     "epsilon": P.real(1.0, low=0.0, low_open=True, allow_inf=True,
-                      doc="privacy level eps of the Laplace noise Lap(1/(N eps [S(r)-S(r-1)])) (Alg. 1 line 9)"),
-    "rounds": P.integer(0, low=0, doc="round cap R (Delta_r = Delta^{r/R}, Sec. IV-B); 0 = no cap (Delta_r = 2^-r)"),
+                      doc="privacy level eps of the Laplace noise Lap(1/(N eps [S(r)-S(r-1)])) (Alg. 1 line 9)",
+                      label="privacy level ε", unit=""),
+    "rounds": P.integer(0, low=0, doc="round cap R (Delta_r = Delta^{r/R}, Sec. IV-B); 0 = no cap (Delta_r = 2^-r)",
+                        label="round cap R"),
     "timeout": P.real(2.0, low=0.0, low_open=True,
-                      doc="slots after which an unanswered message is repeated (lossy links only)"),
+                      doc="slots after which an unanswered message is repeated (lossy links only)",
+                      label="retransmission timeout", unit="slots"),
 }
 
 
@@ -36,8 +39,18 @@ class Elimination(Protocol):
 
     requires_connected = True
     crash_states = ("kept", "lost")
-    columns = ("epsilon_spent", "rounds_completed", "t_delay_total", "t_delay_mean", "t_delay_max", "active_arms",
-               "identified_arm", "correct", "round_regret")
+    columns = {
+        "epsilon_spent": P.column("privacy loss spent ε", doc="the ε of the releases an agent made"),
+        "rounds_completed": P.column("rounds completed", doc="communication rounds that ended before T"),
+        "t_delay_total": P.column("time in rounds", "slots", doc="slots spent in communication rounds, summed"),
+        "t_delay_mean": P.column("round length t_delay", "slots", doc="mean slots a communication round lasted"),
+        "t_delay_max": P.column("longest round", "slots", doc="slots of the longest communication round"),
+        "active_arms": P.column("active arms left", doc="arms not yet eliminated at the end"),
+        "identified_arm": P.column("identified arm", doc="the arm left when one was (NaN otherwise)"),
+        "correct": P.column("best arm identified", doc="1 when the identified arm is the best, 0 when not"),
+        "round_regret": P.column("regret during rounds",
+                                 doc="pseudo-regret of the pulls made while rounds last (Theorems 3-4's local term)"),
+    }
 
     @classmethod
     def check(cls, scenario) -> None:

@@ -22,16 +22,19 @@ class HDPMAB(Elimination):
     """Alg. 5 with sink agents (Alg. 4) and SAC collection inside components."""
 
     name = "hdp-mab"
-    columns = (*Elimination.columns, "sink_t_delay")
+    columns = {**Elimination.columns,
+               "sink_t_delay": P.column("sink collection time", "slots",
+                                        doc="mean slots the sinks took to collect their component")}
     description = "hybrid private elimination: sink agents collect, the server aggregates (li2022 Alg. 4-5)"
     servers = 1
     fields: ClassVar[Mapping[str, P.Field]] = {
         **COMMON_FIELDS,
         "sac_routing": P.choice(("flood", "tree"), "flood",
                                 doc="SAC inside a component: handshake flood until the sink holds all, or a "
-                                    "shortest-path tree to the sink"),
+                                    "shortest-path tree to the sink", label="SAC routing"),
         "global_mean": P.choice(("components", "agents"), "components",
-                                doc="server average: over components (Alg. 5 line 14) or weighted by M_q"),
+                                doc="server average: over components (Alg. 5 line 14) or weighted by M_q",
+                                label="server average"),
     }
 
     def setup(self) -> None:

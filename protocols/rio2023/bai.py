@@ -35,14 +35,18 @@ from protocols.rio2023.rules import agent_weights, voting_threshold
 
 COMMON = {
     "delta": P.real(0.05, low=0.0, high=1.0, low_open=True, high_open=True,
-                    doc="global failure probability delta (Sec. 6: 0.05)"),
+                    doc="global failure probability delta (Sec. 6: 0.05)", label="failure probability δ", unit=""),
     "agent_distribution": P.choice(("uniform", "zipf"), "uniform",
-                                   doc="P_N: uniform, or zipf P(n) ∝ (n + offset)^-exponent (appendix C.4)"),
-    "zipf_exponent": P.real(0.8, low=0.0, low_open=True, doc="gamma of the zipf P_N (appendix C.4: 0.8)"),
-    "zipf_offset": P.real(0.0, low=0.0, doc="alpha of the zipf P_N (appendix C.4)"),
+                                   doc="P_N: uniform, or zipf P(n) ∝ (n + offset)^-exponent (appendix C.4)",
+                                   label="agents per arm law P_N"),
+    "zipf_exponent": P.real(0.8, low=0.0, low_open=True, doc="gamma of the zipf P_N (appendix C.4: 0.8)",
+                            label="zipf exponent", unit=""),
+    "zipf_offset": P.real(0.0, low=0.0, doc="alpha of the zipf P_N (appendix C.4)", label="zipf offset", unit=""),
     "simulation": P.choice(("events", "rounds"), "events",
-                           doc="'events': exact-law epoch/elimination events; 'rounds': round by round"),
-    "tolerance": P.real(0.0, low=0.0, doc="epsilon of 'epsilon-optimal' used for the `correct` column"),
+                           doc="'events': exact-law epoch/elimination events; 'rounds': round by round",
+                           label="simulation"),
+    "tolerance": P.real(0.0, low=0.0, doc="epsilon of 'epsilon-optimal' used for the `correct` column",
+                        label="optimality tolerance", unit=""),
 }
 
 
@@ -58,9 +62,20 @@ class MultiAgentBAI(Protocol):
     bandit_kinds = ("bernoulli", "gaussian")
     voting = True
     crash_states = ("kept", "lost")
-    columns = ("sample_complexity", "rounds_simulated", "identified_arm", "correct", "votes_sent", "votes_corrupted",
-               "local_eliminations", "global_eliminations", "vote_threshold", "agents_done", "agents_correct",
-               "deadlock")
+    columns = {
+        "sample_complexity": P.column("sample complexity", "rounds", doc="rounds until one arm was left"),
+        "rounds_simulated": P.column("rounds simulated", doc="rounds the simulation stepped through"),
+        "identified_arm": P.column("identified arm", doc="the arm left (NaN when none was)"),
+        "correct": P.column("best arm identified", doc="1 when the identified arm is ε-optimal, 0 when not"),
+        "votes_sent": P.column("votes sent", doc="elimination votes sent to the server"),
+        "votes_corrupted": P.column("votes corrupted", doc="votes a byzantine agent or link changed"),
+        "local_eliminations": P.column("local eliminations", doc="arms agents eliminated locally"),
+        "global_eliminations": P.column("global eliminations", doc="arms the server eliminated"),
+        "vote_threshold": P.column("vote threshold", doc="votes the server needs to eliminate an arm"),
+        "agents_done": P.column("agents done", doc="agents whose own elimination finished"),
+        "agents_correct": P.column("agents correct", doc="fraction of finished agents whose answer is ε-optimal"),
+        "deadlock": P.column("deadlock", doc="1 when no arm could be eliminated any more"),
+    }
 
     @classmethod
     def check(cls, scenario: Any) -> None:

@@ -19,15 +19,18 @@ class DPMASE(MultiAgentBAI):
     """DP-MASE (Alg. 2) with the DP local elimination of appendix Alg. 4."""
 
     name = "dp-mase"
-    columns = (*MultiAgentBAI.columns, "epsilon", "max_epoch")
+    columns = {**MultiAgentBAI.columns, "epsilon": P.column("privacy level ε", doc="the run's ε"),
+               "max_epoch": P.column("last epoch", doc="the largest epoch an agent reached")}
     description = "rio2023 DP-MASE: multi-agent successive elimination with eps-DP communications"
     bandit_kinds = ("bernoulli",)
     fields: ClassVar[dict[str, P.Field]] = {
         **COMMON,
         "epsilon": P.real(0.1, low=0.0, low_open=True, allow_inf=True,
-                          doc="privacy level eps (Sec. 6.2: 0.05, 0.1, 0.25); inf = no noise"),
+                          doc="privacy level eps (Sec. 6.2: 0.05, 0.1, 0.25); inf = no noise",
+                          label="privacy level ε", unit=""),
         "beta": P.real(0.5, low=0.0, high=1.0, low_open=True, high_open=True,
-                       doc="local failure probability beta (appendix C.3: 0.5)"),
+                       doc="local failure probability beta (appendix C.3: 0.5)",
+                       label="local failure probability β", unit=""),
     }
 
     def local_failure(self) -> float:

@@ -76,14 +76,17 @@ class CorruptedElimination(_SuccessiveElimination):
     """CORRUPTED ELIMINATION (Alg. 3): local SE with failure eta_xi (Prop. 5.1), votes kept w.p. 1 - xi."""
 
     name = "corrupted-elimination"
-    columns = (*MultiAgentBAI.columns, "eta_xi")
+    columns = {**MultiAgentBAI.columns,
+               "eta_xi": P.column("vote flip probability η·ξ",
+                                  doc="probability that a vote reaches the server flipped")}
     description = "rio2023 CORRUPTED ELIMINATION: (eps, eta)-private multi-agent BAI with corrupted votes"
     fields: ClassVar[dict[str, P.Field]] = {
         **COMMON,
         "eta": P.real(0.9, low=0.0, high=1.0, low_open=True, high_open=True,
-                      doc="apparent privacy level eta (Sec. 6.3: 0.9)"),
+                      doc="apparent privacy level eta (Sec. 6.3: 0.9)", label="apparent privacy level η", unit=""),
         "xi": P.real(0.0, low=0.0, high=1.0, high_open=True,
-                     doc="vote corruption probability xi (Sec. 6.3: 0, 0.05, 0.1)"),
+                     doc="vote corruption probability xi (Sec. 6.3: 0, 0.05, 0.1)",
+                     label="vote corruption probability ξ", unit=""),
     }
 
     @classmethod
@@ -129,9 +132,11 @@ class MASE(_SuccessiveElimination):
     fields: ClassVar[dict[str, P.Field]] = {
         **COMMON,
         "beta": P.real(0.5, low=0.0, high=1.0, low_open=True, high_open=True,
-                       doc="failure probability of each agent's successive elimination"),
+                       doc="failure probability of each agent's successive elimination",
+                       label="local failure probability β", unit=""),
         "threshold": P.either(P.choice(("auto",)), P.integer(low=0), default="auto",
-                              doc="voting threshold M ('auto': ceil(log delta / log beta))"),
+                              doc="voting threshold M ('auto': ceil(log delta / log beta))",
+                              label="voting threshold", unit=""),
     }
 
     def local_failure(self) -> float:

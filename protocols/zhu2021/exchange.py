@@ -39,12 +39,13 @@ delivered reliably and applied exactly once, so no half is ever lost or doubled:
    the previous version did, wasted about a third of the exchanges on K3 with unit-mean delays.)
 
 Timers (:class:`netsim.transport.RetransmitTimer`, one for both transports, keyed by the ordered
-pair: the round trip u -> v -> u whichever message measures it): initial RTO ``exchange_timeout``,
-never below the clock period, never above ``MAX_BACKOFF`` times the initial RTO; attempt a of a
-request waits RTO 2^a, and every new exchange starts again from the RTO (the backoff serves only
-the exchange that earned it). Samples come from acknowledged replies that were sent once (Karn's
-rule); the reply to a request is not used as a sample of the request's round trip, because a
-reply may itself have been retransmitted and the sample would then include v's timeout.
+pair: the round trip u -> v -> u whichever message measures it): the protocol keys
+``rto_initial``, ``rto_min`` and ``rto_max`` (:data:`netsim.transport.TIMER_FIELDS`, in clock
+periods); attempt a of a request waits RTO 2^a (at most ``rto_max``), and every new exchange
+starts again from the RTO (the backoff serves only the exchange that earned it). Samples come
+from acknowledged replies that were sent once (Karn's rule); a reply is not used as a sample of
+its request's round trip, because it may itself have been retransmitted and the sample would
+then include v's timeout.
 
 Invariants (``tests/test_zhu2021_realistic.py``):
 
@@ -81,7 +82,6 @@ from netsim.transport import RetransmitTimer, Transport
 REQUEST = "zhu2021-theta"
 REPLY = "zhu2021-theta-reply"
 ATTEMPTS = 4        # transmissions of a request before its exchange is given up
-MAX_BACKOFF = 64.0  # the largest RTO, in initial RTOs
 #: what :attr:`PairwiseExchange.counts` counts (``trials.csv`` columns ``exchanges_<name>``)
 EXCHANGE_COUNTS = ("started", "completed", "refused", "retransmitted", "abandoned", "late", "ignored")
 
@@ -105,16 +105,15 @@ class PairwiseExchange:
         ``value(i)``: node i's current row (read only).
     move:
         ``move(i, by)``: add ``by`` to node i's row.
-    timeout:
-        Initial RTO (RFC 6298 (2.1)), the protocol key ``exchange_timeout``.
-    min_timeout:
-        Smallest RTO and clock granularity (the agents' clock period).
+    timer:
+        The RFC 6298 timer of both transports (the protocol keys ``rto_initial``, ``rto_min``,
+        ``rto_max``: :func:`netsim.transport.timer_from`).
     up:
         ``sim.faults.up`` when nodes may crash (a crashed node retransmits nothing), else ``None``.
     """
 
     def __init__(self, sim: Any, *, width: int, value: Callable[[int], np.ndarray],
-                 move: Callable[[int, np.ndarray], None], timeout: float, min_timeout: float,
+                 move: Callable[[int, np.ndarray], None], timer: RetransmitTimer,
                  up: np.ndarray | None = None) -> None:
         n = sim.num_agents
         self.sim, self.width, self.value, self.move = sim, width, value, move
@@ -127,10 +126,9 @@ class PairwiseExchange:
         self.transit: dict[tuple[int, int], np.ndarray] = {}   # (u, k) -> transfer owed to u (book only)
         self.numbers = Sequencer()
         self.counts = dict.fromkeys(EXCHANGE_COUNTS, 0)
-        self.timer = RetransmitTimer(initial=timeout, minimum=min(min_timeout, timeout),
-                                     maximum=MAX_BACKOFF * timeout)
+        self.timer = timer
         self.requests = Transport(sim, REQUEST, self._on_requests, timer=self.timer, attempts=ATTEMPTS,
-                                  on_give_up=self._given_up, up=up, acknowledgements=False,
+                                  on_give_up=self._given_up, up=up, acknowledge=False,
                                   on_duplicate=self._asked_again)
         self.replies = Transport(sim, REPLY, self._on_replies, timer=self.timer, up=up)
 
@@ -172,7 +170,7 @@ class PairwiseExchange:
                 self.counts["late"] += not current
             if current:
                 self.open[u], self.answered[u] = -1, False
-                self.requests.acknowledge(u, v, int(self.request_seq[u]), sample=False)
+                self.requests.answered(u, v, int(self.request_seq[u]), sample=False)
 
     # ------------------------------------------------------------------ responder
     def _on_requests(self, messages: list[Message]) -> None:

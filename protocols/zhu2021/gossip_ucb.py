@@ -85,6 +85,7 @@ from netsim.errors import InputError, ProtocolError
 from netsim.messages import Message
 from netsim.protocol import Protocol
 from netsim.registry import register_protocol
+from netsim.transport import TIMER_FIELDS, check_timer, timer_from
 from protocols.privacy.tree import BinaryTreeCounter
 from protocols.zhu2021.exchange import EXCHANGE_COUNTS, REPLY, REQUEST, PairwiseExchange
 from protocols.zhu2021.gossip import gossip_lambda2, gossip_update
@@ -109,19 +110,28 @@ class GossipUCB(Protocol):
     fields = {
         "mode": P.choice(("paper", "realistic"), "paper",
                          doc="paper: uniform link per tick, instant exchange; realistic: Poisson links, delayed "
-                             "theta and ñ messages"),
+                             "theta and ñ messages", label="mode"),
         "gossip_rate": P.real(1.0, low=0.0, low_open=True,
-                              doc="realistic mode: link activations per unit time over the whole graph"),
-        "exchange_timeout": P.real(4.0, low=0.0, low_open=True,
-                                   doc="realistic mode: initial timeout of a gossip exchange (then RFC 6298)"),
+                              doc="realistic mode: link activations per unit time over the whole graph",
+                              label="gossip rate", unit="per slot"),
+        **TIMER_FIELDS,   # realistic mode: the RFC 6298 timer of the gossip exchanges
     }
     requires_connected = True
     servers = 0
     bandit_kinds = ("bernoulli", "gaussian", "heterogeneous", "csv", "diabetes")
     crash_states = ("kept", "lost")
     corruptible = (REQUEST, REPLY, NTILDE)
-    columns = ("lambda2", "epsilon_spent", "noise_terms", "gossip_exchanges", "ntilde_reads", "forced_pulls",
-               "late_best_fraction", *(f"exchanges_{k}" for k in EXCHANGE_COUNTS))
+    columns = {
+        "lambda2": P.column("λ2 of the gossip matrix", doc="second eigenvalue of the expected gossip matrix"),
+        "epsilon_spent": P.column("privacy loss spent ε", doc="privacy loss of an agent's stream"),
+        "noise_terms": P.column("Laplace draws", doc="noise terms drawn"),
+        "gossip_exchanges": P.column("gossip exchanges", doc="completed gossip exchanges"),
+        "ntilde_reads": P.column("ñ reads", doc="reads of the neighbours' pull counts ñ"),
+        "forced_pulls": P.column("forced pulls", doc="pulls forced by the exploration rule"),
+        "late_best_fraction": P.column("late best-arm share", doc="share of the second half's pulls on the best arm"),
+        **{f"exchanges_{k}": P.column(f"exchanges {k}", doc=f"gossip exchanges {k} (realistic mode)")
+           for k in EXCHANGE_COUNTS},
+    }
 
     @classmethod
     def check(cls, scenario: Any) -> None:
@@ -138,6 +148,13 @@ class GossipUCB(Protocol):
             raise InputError(f"paper mode reads neighbours without messages, so {', '.join(sorted(message_faults))} "
                              "would have no effect; accepted: protocol.mode = 'realistic' with message faults",
                              key="protocol.mode")
+        check_timer(scenario.protocol)
+        if scenario.protocol["mode"] == "paper":
+            for key in ("gossip_rate", *TIMER_FIELDS):
+                if scenario.protocol[key] != cls.fields[key].default:
+                    raise InputError(f"paper mode activates one link per tick and sends no message, so {key} has no "
+                                     "effect; accepted: protocol.mode = 'realistic', or no protocol." + key,
+                                     key=f"protocol.{key}")
         adversary = scenario.adversary
         if scenario.protocol["mode"] == "paper" and (adversary["byzantine"] > 0 or adversary["agents"] or
                                                      adversary["link_corruption"] > 0):
@@ -185,7 +202,7 @@ class GossipUCB(Protocol):
         self._up = sim.faults.up[:n_agents] if sim.faults.has_crashes else None
         if self._realistic:
             self.exchange = PairwiseExchange(sim, width=n_arms, value=lambda i: self.theta[i], move=self._move,
-                                             timeout=self.params["exchange_timeout"], min_timeout=self.period,
+                                             timer=timer_from(self.params, self.period),
                                              up=sim.faults.up if sim.faults.has_crashes else None)
             self.exchange.corruptible()
             self._initiator = sim.streams.for_("gossip-initiator")
@@ -364,7 +381,8 @@ class FedUCB(GossipUCB):
     fields = {
         **GossipUCB.fields,
         "epsilon": P.real(1.0, low=0.0, low_open=True, allow_inf=True,
-                          doc="total privacy level eps of each agent's stream (inf: no noise, = Gossip_UCB)"),
+                          doc="total privacy level eps of each agent's stream (inf: no noise, = Gossip_UCB)",
+                          label="privacy level ε", unit=""),
     }
 
     def epsilon(self) -> float:
