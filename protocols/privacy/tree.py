@@ -142,7 +142,7 @@ class BinaryTreeCounter:
         if flat.size > 1 and np.bincount(flat).max() > 1:
             raise ValueError("each counter may appear once per release")
         last = self._last[flat]
-        if np.ndim(t):
+        if not np.isscalar(t):
             t = np.broadcast_to(np.asarray(t, dtype=np.int64), out_shape).ravel()
             low, high = int(t.min()), int(t.max())
             late = (last > t).any()
@@ -153,7 +153,10 @@ class BinaryTreeCounter:
             raise ValueError(f"time outside 1..{self.horizon}")
         if late:
             raise ValueError("a counter's times must not decrease")
-        sums = self._sums[flat] + (value if np.ndim(value) == 0 else np.reshape(value, flat.shape))
+        if not np.isscalar(value):
+            value = np.asarray(value, dtype=float)
+            value = value.reshape(flat.shape) if value.ndim else value
+        sums = self._sums[flat] + value
         self._sums[flat] = sums
         self._last[flat] = t
         if self.scale == 0.0:  # eps = inf: no noise, no node bookkeeping needed
