@@ -7,8 +7,14 @@
   drawn directly: no SimPy, no bandit bookkeeping, no link accounting. It is the practical
   limit of the vectorised update in Python.
 
+* ``per_tick``: CPU microseconds per tick of a Fig. 2(a) and a Fig. 2(b) trial (eps = 1, paper
+  mode), and the part of it spent in the bandit's ``pull_many`` and in the binary-tree counter's
+  ``release``, each measured by replaying the trial's own calls (same arguments, same order) on
+  a fresh bandit and counter in the same process: no timer inside the trial.
+
 Usage: ``python benchmarks/zhu2021.py [--ticks 5000] [--repeat 2]``; prints one JSON object.
-Figures are agent-steps per second (agents x ticks / wall seconds), best of ``--repeat``.
+Figures are agent-steps per second (agents x ticks / wall seconds), best of ``--repeat``; the
+per-tick figures are CPU time, best of ``--repeat``.
 """
 
 from __future__ import annotations
@@ -97,6 +103,52 @@ def plain_loop(num_agents: int, num_arms: int, ticks: int, epsilon: float, seed:
             "agent_steps_per_s": round(num_agents * ticks / wall), "mean_agent_regret": regret / num_agents}
 
 
+def per_tick(name: str, ticks: int, repeat: int) -> dict:
+    """CPU us per tick of one paper-mode trial, and of its pull_many and release calls replayed alone."""
+    from netsim.sim import Simulation
+
+    sc = load(name, [f"run.horizon={ticks}", "run.checkpoints=10"])
+    best_total = best_pull = best_release = math.inf
+    for _ in range(repeat):
+        sim = Simulation(sc, trial_sequence(1, 0))
+        pulls, releases = [], []
+        pull_many, start = sim.bandit.pull_many, sim.protocol.start
+
+        def record_pull(agents, arms, n=1, pull_many=pull_many, pulls=pulls):
+            pulls.append((np.array(agents), np.array(arms)))
+            return pull_many(agents, arms, n)
+
+        def record_release(index, t, value=0.0, release=None, releases=releases):
+            releases.append((index if isinstance(index, tuple) else np.array(index), t, np.array(value)))
+            return release(index, t, value)
+
+        def wired(start=start, sim=sim, record_release=record_release):
+            start()
+            counter = sim.protocol.counter
+            counter.release = lambda i, t, v=0.0, r=counter.release: record_release(i, t, v, r)
+
+        sim.bandit.pull_many, sim.protocol.start = record_pull, wired
+        begin = time.process_time()
+        sim.run()
+        total = time.process_time() - begin
+        replay = Simulation(sc, trial_sequence(1, 0))      # a fresh bandit and counter, same instance
+        replay.protocol.start()
+        begin = time.process_time()
+        for agents, arms in pulls:
+            replay.bandit.pull_many(agents, arms)
+        pull = time.process_time() - begin
+        counter = replay.protocol.counter
+        begin = time.process_time()
+        for index, t, value in releases:
+            counter.release(index, t, value)
+        release = time.process_time() - begin
+        best_total, best_pull, best_release = min(best_total, total), min(best_pull, pull), min(best_release, release)
+    scale = 1e6 / ticks
+    return {"scenario": name, "ticks": ticks, "cpu_us_per_tick": round(best_total * scale, 1),
+            "pull_many_us_per_tick": round(best_pull * scale, 1), "release_us_per_tick": round(best_release * scale, 1),
+            "pull_many_share": round(best_pull / best_total, 3), "release_share": round(best_release / best_total, 3)}
+
+
 def best(runs: list[dict]) -> dict:
     return max(runs, key=lambda r: r["agent_steps_per_s"])
 
@@ -120,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             best([plain_loop(10, 10, args.ticks, math.inf) for _ in range(args.repeat)]),
         ],
     }
+    out["per_tick"] = [per_tick(name, args.ticks, args.repeat) for name in ("zhu2021-fig2a-eps1", "zhu2021-fig2b-eps1")]
     out["engine_over_plain"] = {
         "eps1": round(out["engine"][0]["agent_steps_per_s"] / out["plain_numpy"][0]["agent_steps_per_s"], 3),
         "epsinf": round(out["engine"][1]["agent_steps_per_s"] / out["plain_numpy"][1]["agent_steps_per_s"], 3),

@@ -56,7 +56,10 @@ about bandits.
       on the timer, until the owner reports the answer with :meth:`Transport.answered` (which counts
       as the acknowledgement: Karn's rule, (5.2)-(5.3)), cancels it, or it is given up. Retransmitted
       copies are still handed over once, so the receiver's owner answers each request once (its
-      answer travels on a transport of its own);
+      answer travels on a transport of its own). A copy of a request already handed over is
+      reported to ``on_duplicate``: it says that the answer was lost (or is slow), and the owner may
+      send the answer again at once with :meth:`Transport.resend`, RFC 5681's fast retransmit (there
+      duplicate acknowledgements play that role);
     * ``reliable=False`` is the same interface over plain datagrams (``network.send``, the owner's
       payloads as they are, no numbers, no acknowledgements, nothing retransmitted): for a run in
       which no message can be lost (:func:`can_lose`), so that paper mode sends exactly what the
@@ -291,12 +294,16 @@ class Transport:
     reliable:
         ``False``: plain datagrams with the same interface (no numbers, acknowledgements or
         retransmissions; ``timer`` may be ``None``), for runs in which nothing can be lost.
+    on_duplicate:
+        ``on_duplicate(message)`` for every copy not handed over (its number already was), payload as
+        the owner sent it.
     """
 
     def __init__(self, sim: Any, kind: str, handler: Callable[[list[Message]], None], *,
                  timer: RetransmitTimer | None, attempts: int | None = None,
                  on_give_up: Callable[[int, int, Any], None] | None = None, up: np.ndarray | None = None,
-                 acknowledge: bool = True, reliable: bool = True):
+                 acknowledge: bool = True, reliable: bool = True,
+                 on_duplicate: Callable[[Message], None] | None = None):
         if attempts is not None and attempts < 1:
             raise ValueError(f"attempts = {attempts!r}; accepted: an integer >= 1 or None")
         if reliable and timer is None:
@@ -305,7 +312,7 @@ class Transport:
         self.kind, self.ack_kind = kind, f"{kind}-ack"
         self.handler, self.timer = handler, timer
         self.attempts, self.on_give_up, self.up = attempts, on_give_up, up
-        self.acknowledge, self.reliable = acknowledge, reliable
+        self.acknowledge, self.reliable, self.on_duplicate = acknowledge, reliable, on_duplicate
         self.counts = dict.fromkeys(TRANSPORT_COUNTS, 0)
         self._next: dict[tuple[int, int], int] = {}                    # (src, dst) -> next sequence number
         self._outstanding: dict[tuple[int, int], dict[int, _Pending]] = {}
@@ -371,15 +378,34 @@ class Transport:
                 self._stop(pair)
         return dropped
 
-    def answered(self, src: int, dst: int, seq: int) -> bool:
+    def answered(self, src: int, dst: int, seq: int, *, sample: bool = True) -> bool:
         """The answer to message ``seq`` of ``src`` -> ``dst`` arrived: it counts as its acknowledgement.
 
         For ``acknowledge=False`` (a request answered by another message); a round-trip sample if the
-        request was never retransmitted (Karn's rule). Returns whether ``seq`` was still outstanding.
+        request was never retransmitted (Karn's rule) and ``sample`` (``False`` for an answer that may
+        itself have been retransmitted, whose delay would then include the answerer's timeout).
+        Returns whether ``seq`` was still outstanding.
         """
         if not self.reliable:
             return False
-        return self._acknowledged((src, dst), (seq,), self.sim.now)
+        return self._acknowledged((src, dst), (seq,), self.sim.now, sample=sample)
+
+    def resend(self, src: int, dst: int) -> int:
+        """Send every outstanding message of ``src -> dst`` again now, without backing off the timer.
+
+        RFC 5681's fast retransmit, for an owner that learnt that an answer was lost (a repeated
+        request, :attr:`on_duplicate`). The copies count as retransmissions (and towards
+        ``attempts``), so by Karn's rule they give no round-trip sample. Returns how many were sent.
+        """
+        queue = self._outstanding.get((src, dst))
+        if not queue or (self.up is not None and not self.up[src]):
+            return 0
+        low = next(iter(queue))
+        for seq, pending in queue.items():
+            pending.attempts += 1
+            self.counts["retransmitted"] += 1
+            self.network.send(src, dst, self.kind, (seq, low, pending.payload), size=pending.size)
+        return len(queue)
 
     def forget(self, node: int) -> None:
         """``node`` lost its state: nothing outstanding, a new incarnation of its numbers, nothing received."""
@@ -456,6 +482,8 @@ class Transport:
                 fresh.append(msg._replace(payload=payload))
             else:
                 self.counts["duplicates"] += 1
+                if self.on_duplicate is not None:
+                    self.on_duplicate(msg._replace(payload=payload))
         if self.acknowledge:
             for (node, src), seqs in acks.items():
                 self.network.send(node, src, self.ack_kind, tuple(seqs))
@@ -491,7 +519,7 @@ class Transport:
         for msg in messages:
             self._acknowledged((msg.dst, msg.src), msg.payload, now)
 
-    def _acknowledged(self, pair: tuple[int, int], seqs: Any, now: float) -> bool:
+    def _acknowledged(self, pair: tuple[int, int], seqs: Any, now: float, *, sample: bool = True) -> bool:
         """Numbers ``seqs`` of ``pair`` are acknowledged: sample (Karn), then restart or stop the timer."""
         queue = self._outstanding.get(pair)
         if not queue:
@@ -503,7 +531,7 @@ class Transport:
                 continue  # a copy of an acknowledgement, or of a cancelled message
             new = True
             self.counts["acknowledged"] += 1
-            if pending.attempts == 0:                                  # Karn's rule
+            if sample and pending.attempts == 0:                       # Karn's rule
                 self.timer.sample(pair, now - pending.first_sent)
                 self._backoff.pop(pair, None)                          # a valid measurement ends the backoff
         if not new:

@@ -31,7 +31,7 @@ from tests.test_zhu2021_diabetes import ARM_MEDS, encounter, write
 TRIALS = 2
 EPS = ["eps=1", "eps=2", "eps=5", "eps=inf (Gossip_UCB)"]
 EPS_VALUES = [1.0, 2.0, 5.0, math.inf]
-TRADEOFF = ["Gossip_UCB", "Fed_UCB eps=1", "UCB1 (isolated)", "central UCB"]
+TRADEOFF = ["Gossip_UCB", "Fed_UCB eps=10", "UCB1 (isolated)", "central UCB"]
 TRADEOFF_GRID = {"tradeoff-zhu2021-delay": ("network.delay.mean", [0.01, 1.0, 2.0, 5.0, 10.0]),
                  "tradeoff-zhu2021-loss": ("network.loss", [0.0, 0.1, 0.2, 0.3])}
 # fig2 study -> (agents, arms, topology, bandit kind)
@@ -106,8 +106,8 @@ def test_tradeoff_plans_at_both_scales(name, scale):
     assert len(plan.points) == 2 * len(values) + 2
     protocols = {p.variant: p.scenario.protocol for p in plan.points}
     assert {v: p["name"] for v, p in protocols.items()} == {
-        "Gossip_UCB": "gossip-ucb", "Fed_UCB eps=1": "fed-ucb", "UCB1 (isolated)": "ucb1", "central UCB": "central-ucb"}
-    assert protocols["Gossip_UCB"]["mode"] == protocols["Fed_UCB eps=1"]["mode"] == "realistic"
+        "Gossip_UCB": "gossip-ucb", "Fed_UCB eps=10": "fed-ucb", "UCB1 (isolated)": "ucb1", "central UCB": "central-ucb"}
+    assert protocols["Gossip_UCB"]["mode"] == protocols["Fed_UCB eps=10"]["mode"] == "realistic"
     for point in plan.points:
         sc = point.scenario
         silent = sc.protocol["name"] in ("ucb1", "central-ucb")
@@ -205,7 +205,7 @@ def test_tradeoff_costs_by_construction(tradeoffs, name):
     the privacy noise never touch (common random numbers), so their comparison is paired."""
     _, results, _ = tradeoffs(name)
     trials = results.trials
-    talk = trials["variant"].isin(["Gossip_UCB", "Fed_UCB eps=1"])
+    talk = trials["variant"].isin(["Gossip_UCB", "Fed_UCB eps=10"])
     assert (trials.loc[talk, "comm_cost"] == 3 * 1500).all()
     assert (trials.loc[~talk, "messages_sent"] == 0).all()
     # UCB1 pays nothing; central UCB pays c1 = 25 per upload, one per agent and tick (li2022 Eq. 2)
@@ -213,7 +213,7 @@ def test_tradeoff_costs_by_construction(tradeoffs, name):
     assert (trials.loc[~talk & ~central, "comm_cost"] == 0).all()
     assert (trials.loc[central, "comm_cost"] == 25 * 3 * 1500).all()
     gossip = trials[trials["variant"] == "Gossip_UCB"].set_index(["point", "trial"])["messages_sent"]
-    fed = trials[trials["variant"] == "Fed_UCB eps=1"]
+    fed = trials[trials["variant"] == "Fed_UCB eps=10"]
     fed = fed.assign(point=fed["point"] - len(TRADEOFF_GRID[name][1])).set_index(["point", "trial"])["messages_sent"]
     assert gossip.to_dict() == fed.to_dict()
 

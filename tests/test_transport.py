@@ -56,8 +56,10 @@ class Sender(Protocol):
         self.given_up: list[int] = []
         self.timer = RetransmitTimer(initial=self.params["initial"], minimum=0.5, maximum=self.params["maximum"])
         attempts = self.params["attempts"] or None
+        self.copies: list[tuple[float, int]] = []
         self.transport = Transport(sim, "data", self._on_data, timer=self.timer, attempts=attempts,
-                                   on_give_up=lambda s, d, p: self.given_up.append(p), up=sim.faults.up)
+                                   on_give_up=lambda s, d, p: self.given_up.append(p), up=sim.faults.up,
+                                   on_duplicate=lambda m: self.copies.append((self.sim.now, m.payload)))
         self.sent = 0
         sim.every(self.params["every"], self._tick)
 
@@ -75,10 +77,12 @@ class Sender(Protocol):
 protocols._items.setdefault(Sender.name, Sender)
 
 
-def run(protocol=None, faults=None, *, delay=1.0, loss=0.0, horizon=50.0, seed=3):
+
+
+def run(protocol=None, faults=None, *, delay=1.0, loss=0.0, horizon=50.0, seed=3, name="test-transport-sender"):
     network = {"topology": "path", "agents": 2, "loss": loss,
                "delay": delay if isinstance(delay, dict) else {"model": "constant", "value": delay}}
-    doc = scenario_dict(protocol={"name": Sender.name, **(protocol or {})}, network=network,
+    doc = scenario_dict(protocol={"name": name, **(protocol or {})}, network=network,
                         run={"horizon": horizon, "checkpoints": 2, "seed": seed})
     if faults is not None:
         doc["faults"] = faults
@@ -144,13 +148,40 @@ def test_receiver_memory_follows_the_senders_low_water_mark():
     assert t._floor[(1, 0)] == 40 and not t._above[(1, 0)]
 
 
+def test_a_copy_of_a_message_already_handed_over_is_reported():
+    # the acknowledgement sent at t = 1 is lost (link down [0.9, 1.1)); the message goes again at t = 3
+    # (initial RTO) and arrives at 4 as a copy: not handed over again, reported to on_duplicate
+    proto, _ = run({"count": 1}, {"links": [{"u": 0, "v": 1, "start": 0.9, "end": 1.1}]})
+    assert proto.delivered == [(1.0, 0)] and proto.copies == [(4.0, 0)]
+    assert proto.transport.counts["duplicates"] == 1 and proto.transport.outstanding() == 0
+
+
+def test_resend_is_a_fast_retransmit_without_backoff():
+    # the acknowledgement of the message sent at 0 is lost (link down [0.9, 1.1)); resend() at 1.2 sends it
+    # again, it arrives at 2.2 as a copy and its acknowledgement at 3.2 ends the exchange before the RTO (5)
+    class Resender(Sender):
+        name = "test-transport-resender"
+
+        def start(self):
+            super().start()
+            self.sim.call_at(1.2, lambda: self.resent.append(self.transport.resend(0, 1)))
+            self.resent = []
+
+    protocols._items.setdefault(Resender.name, Resender)
+    proto, _ = run({"count": 1, "initial": 5.0}, {"links": [{"u": 0, "v": 1, "start": 0.9, "end": 1.1}]},
+                   name=Resender.name)
+    t = proto.transport
+    assert proto.resent == [1] and proto.delivered == [(1.0, 0)]
+    assert t.counts["retransmitted"] == 1 and t.counts["duplicates"] == 1 and t.outstanding() == 0
+    assert proto.timer.samples == 0                     # Karn: it was sent twice
 class Asker(Protocol):
     """Test protocol: agent 0 asks agent 1 ``count`` questions (one per tick) on a transport without
     acknowledgements; agent 1 answers each on a transport of its own; the answer acknowledges the question."""
 
     name = "test-transport-asker"
     servers = None
-    fields = {"count": P.integer(5, low=0, label="questions"), "reliable": P.boolean(True, label="reliable")}
+    fields = {"count": P.integer(5, low=0, label="questions"), "reliable": P.boolean(True, label="reliable"),
+              "sample": P.boolean(True, label="sample round trips")}
 
     def start(self):
         sim = self.sim
@@ -178,7 +209,7 @@ class Asker(Protocol):
     def _on_answer(self, messages):
         for m in messages:
             self.answered_at.setdefault(m.payload, self.sim.now)
-            self.questions.answered(0, 1, self.asked[m.payload])
+            self.questions.answered(0, 1, self.asked[m.payload], sample=self.params["sample"])
 
 
 protocols._items.setdefault(Asker.name, Asker)
@@ -213,6 +244,12 @@ def test_questions_are_repeated_until_answered_and_handed_over_once(seed):
     assert sorted(proto.answered_at) == list(range(40))
     assert proto.questions.outstanding() == 0 and proto.answers.outstanding() == 0
     assert proto.questions.counts["retransmitted"] > 0              # a lost answer made the question repeat
+
+
+def test_an_answer_that_may_have_been_retransmitted_need_not_measure_the_round_trip():
+    proto, _ = _ask({"count": 3, "sample": False})
+    assert math.isnan(proto.timer.srtt((0, 1))) and proto.questions.outstanding() == 0
+    assert proto.timer.srtt((1, 0)) == pytest.approx(2.0)       # the answers' own acknowledgements still do
 
 
 def test_datagram_mode_sends_the_owners_payloads_and_nothing_else():

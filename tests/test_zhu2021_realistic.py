@@ -190,3 +190,130 @@ def test_paper_mode_refuses_crashes_with_one_line():
 
     with pytest.raises(InputError, match="protocol.mode"):
         S.load("zhu2021-fig2a-epsinf", ["faults.crashes=[{node=1, start=10, end=20}]"])
+
+
+# ---------------------------------------------------------------------- loss (issue 24: stall, atomicity, adversary)
+def ring(agents: int) -> dict:
+    return {"kind": "heterogeneous", "arms": 3, "local_means": [HETERO[i % 3] for i in range(agents)],
+            "noise": "bernoulli"}
+
+
+LOSS_LAWS = {"constant": {"model": "constant", "value": 1.0}, "lognormal": delay("lognormal", 1.0)}
+LOSS_HORIZON = 1000
+
+
+@functools.cache
+def ring_run(name: str, agents: int, law: str, loss: float, seed: int, duplication: float = 0.0):
+    protocol = {"name": name} if name == "ucb1" else {"name": name, "mode": "realistic",
+                                                      **({"epsilon": math.inf} if name == "fed-ucb" else {})}
+    sc = scenario(protocol, agents=agents, topology="ring", horizon=LOSS_HORIZON, seed=seed, bandit=ring(agents),
+                  network={"delay": LOSS_LAWS[law], "loss": loss},
+                  **({"faults": {"duplication": duplication}} if duplication else {}))
+    return Simulation(sc, trial_sequence(seed, 0)).run()
+
+
+@pytest.mark.parametrize("agents", [10, 20])
+@pytest.mark.parametrize("law", sorted(LOSS_LAWS))
+def test_gossip_does_not_stall_under_loss(agents, law):
+    """Loss 0.3 against none, same seeds 1-3 (paired), Gossip_UCB on a 10- and a 20-ring (the heterogeneous
+    rows of HETERO), unit or lognormal (mean 1, sigma 1) delays, T = 1000: every exchange starts from the
+    RFC 6298 RTO (no backoff carried over), a lost reply is sent again at once when its request comes again,
+    and either end of a fired link may open the exchange. Required on every seed: exchanges started at loss
+    0.3 at least 40 % of the loss-free count (measured 0.70-0.81; the code this replaces, 0.17-0.33) and a
+    group regret below isolated UCB1's (measured about 1,440 / 3,485 against 2,432 / 4,925); and the paired
+    mean ratio of group regret, loss 0.3 to none, within 10 % of 1. Measured paired ratios: mean 0.998-1.003,
+    standard deviation across seeds at most 0.011, so the mean of 3 has a standard error below 0.007 and the
+    band lies over 14 standard errors away (alpha < 1e-9, normal approximation). The code this replaces
+    fails the started bound on every seed of every cell, and loses 11-21 % of regret (means over 3 seeds).
+    Fed_UCB with eps = inf runs the same code draw for draw
+    (test_fed_ucb_with_infinite_epsilon_is_gossip_ucb_under_loss), so all of this holds for it too."""
+    ratios = []
+    for seed in SEEDS:
+        clean = ring_run("gossip-ucb", agents, law, 0.0, seed).row
+        lossy = ring_run("gossip-ucb", agents, law, 0.3, seed).row
+        assert lossy["exchanges_started"] >= 0.4 * clean["exchanges_started"], (seed, clean, lossy)
+        assert lossy["group_regret"] < ring_run("ucb1", agents, law, 0.0, seed).row["group_regret"]
+        ratios.append(lossy["group_regret"] / clean["group_regret"])
+    assert abs(np.mean(ratios) - 1.0) <= 0.10, ratios
+
+
+def test_fed_ucb_with_infinite_epsilon_is_gossip_ucb_under_loss():
+    gossip = ring_run("gossip-ucb", 10, "lognormal", 0.3, 1)
+    fed = ring_run("fed-ucb", 10, "lognormal", 0.3, 1)
+    np.testing.assert_array_equal(gossip.agents["regret"], fed.agents["regret"])
+    assert {k: v for k, v in gossip.row.items() if k.startswith("exchanges_")} == \
+        {k: v for k, v in fed.row.items() if k.startswith("exchanges_")}
+
+
+@pytest.mark.parametrize("name,agents,law", [("gossip-ucb", 10, "constant"), ("gossip-ucb", 10, "lognormal"),
+                                             ("gossip-ucb", 20, "lognormal"), ("fed-ucb", 20, "constant")])
+def test_mass_is_conserved_after_every_event_under_heavy_loss_and_duplication(name, agents, law):
+    """Loss 0.6, duplication 0.2 (protocols/zhu2021/exchange.py, "Mass"): after every event that changes a
+    theta or the book of transfers in flight (each tick, each batch of requests or replies handed over),
+    |sum_i theta_i + T - sum_i X~_i| <= 1e-9 * scale for every arm, T the transfers sent and not yet applied
+    and scale = max(1, max over time of sum_i |X~_i|). Exact up to rounding: a lost, duplicated, late or
+    abandoned message moves no mass. The run must exercise those paths (retransmissions, copies, give-ups)."""
+    protocol = {"name": name, "mode": "realistic", **({"epsilon": 1.0} if name == "fed-ucb" else {})}
+    sc = scenario(protocol, agents=agents, topology="ring", horizon=600, seed=5, bandit=ring(agents),
+                  network={"delay": LOSS_LAWS[law], "loss": 0.6}, faults={"duplication": 0.2})
+    sim = Simulation(sc, trial_sequence(5, 0))
+    proto = sim.protocol
+    worst = {"error": 0.0, "scale": 1.0, "checks": 0}
+
+    def check(*_):
+        if proto.t == 0:
+            return
+        xbar = proto.xbar.sum(axis=0)
+        worst["scale"] = max(worst["scale"], float(np.abs(proto.xbar).sum(axis=0).max()))
+        error = np.abs(proto.theta.sum(axis=0) + proto.exchange.in_transit() - xbar).max()
+        worst["error"] = max(worst["error"], float(error))
+        worst["checks"] += 1
+
+    def after(handler):
+        def handle(messages):
+            handler(messages)
+            check()
+        return handle
+
+    proto.observer = check
+    original_start = proto.start
+
+    def start():
+        original_start()
+        for transport in (proto.exchange.requests, proto.exchange.replies):
+            transport.handler = after(transport.handler)
+
+    proto.start = start
+    row = sim.run().row
+    assert worst["error"] <= 1e-9 * worst["scale"], worst
+    assert worst["checks"] > 600
+    ex = proto.exchange
+    assert row["exchanges_abandoned"] > 0 and row["exchanges_retransmitted"] > 0 and row["duplicated"] > 0
+    assert ex.requests.counts["duplicates"] + ex.replies.counts["duplicates"] > 0
+
+
+@pytest.mark.parametrize("name", ["gossip-ucb", "fed-ucb"])
+def test_byzantine_agents_corrupt_theta_transfers_and_counts(name):
+    """byzantine = 0.3 (3 of 10 agents), corruption = 1, Q the default (every reported value becomes 0):
+    requests (theta), replies (transfers) and ñ messages (counts) are corrupted, and the run differs from
+    the clean one on the same seed."""
+    protocol = {"name": name, "mode": "realistic", **({"epsilon": 1.0} if name == "fed-ucb" else {})}
+    results = {}
+    for adversary in (None, {"byzantine": 0.3, "corruption": 1.0}):
+        sc = scenario(protocol, agents=10, topology="ring", horizon=300, bandit=ring(10),
+                      **({"adversary": adversary} if adversary else {}))
+        sim = Simulation(sc, trial_sequence(1, 0))
+        results[adversary is None] = sim.run()
+        if adversary:
+            for kind in (exchange.REQUEST, exchange.REPLY, "zhu2021-ntilde"):
+                assert sim.metrics.kind(kind).corrupted > 0, kind
+    assert results[True].row["messages_corrupted"] == 0 < results[False].row["messages_corrupted"]
+    assert not np.array_equal(results[True].agents["regret"], results[False].agents["regret"])
+
+
+def test_paper_mode_refuses_an_adversary_with_one_line():
+    from netsim import scenario as S
+    from netsim.errors import InputError
+
+    with pytest.raises(InputError, match="protocol.mode"):
+        S.load("zhu2021-fig2a-epsinf", ["adversary.byzantine=0.34", "adversary.corruption=1.0"])

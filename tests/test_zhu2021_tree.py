@@ -143,3 +143,37 @@ def test_misuse_is_rejected():
         c.release(np.array([0]), 4, 1.0)
     with pytest.raises(ValueError, match="once"):
         c.release(np.array([1, 1]), 6, 1.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.lists(st.booleans(), min_size=4, max_size=4), min_size=1, max_size=30),
+       st.integers(min_value=0, max_value=2**31))
+def test_a_batch_release_is_each_counters_own_stream(schedule, seed):
+    """One vectorised release for several counters at a time (Fed_UCB's per-tick step) against the plain
+    model of the single-counter test, counter by counter: every counter's release is its exact prefix sum
+    plus the noises of the popcount(t) dyadic nodes of t, each node's noise drawn on its first use, draws
+    taken counter by counter (in index order) and, within a counter, from the lowest level up. A scalar t
+    and the same t given per counter release the very same values."""
+    rng, twin = _CountingRng(seed), _CountingRng(seed)
+    scalar = BinaryTreeCounter(epsilon=1.0, horizon=64, shape=(4,), rng=rng)  # type: ignore[arg-type]
+    per_counter = BinaryTreeCounter(epsilon=1.0, horizon=64, shape=(4,), rng=twin)  # type: ignore[arg-type]
+    nodes: list[dict[tuple[int, int], float]] = [{} for _ in range(4)]
+    prefix = np.zeros(4)
+    for t, chosen in enumerate(schedule, start=1):
+        index = np.flatnonzero(chosen)
+        if not len(index):
+            continue
+        values = (index + 1.0) * t
+        before = len(rng.draws)
+        out = scalar.release(index, t, values)
+        np.testing.assert_array_equal(out, per_counter.release(index, np.full(len(index), t), values))
+        draws = iter(rng.draws[before:])
+        for i, value in zip(index.tolist(), values.tolist(), strict=True):
+            prefix[i] += value
+            for iv in sorted(dyadic_decomposition(t), key=lambda iv: iv[1] - iv[0]):
+                if iv not in nodes[i]:
+                    nodes[i][iv] = next(draws)
+        assert next(draws, None) is None
+        expected = [prefix[i] + sum(nodes[i][iv] for iv in dyadic_decomposition(t)) for i in index.tolist()]
+        np.testing.assert_allclose(out, expected, atol=1e-9)
+    assert rng.draws == twin.draws

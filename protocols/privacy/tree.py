@@ -22,8 +22,9 @@ Decisions where the paper is loose (pinned by ``tests/test_zhu2021_tree.py``):
   standard mechanism), so a release carries exactly popcount(t) noise terms.
 
 The counter is vectorised over a batch of independent counters of shape ``shape`` (Fed_UCB
-keeps one per (agent, arm)); it keeps the exact prefix sums and, per counter and level, the
-node currently holding a noise draw. ``epsilon = inf`` means no privacy: nothing is drawn.
+keeps one per (agent, arm)); it keeps the exact prefix sums, each counter's last release time
+and, per counter and level, the noise of the last node drawn there (which node that is follows
+from the last release time). ``epsilon = inf`` means no privacy: nothing is drawn.
 """
 
 from __future__ import annotations
@@ -96,7 +97,6 @@ class BinaryTreeCounter:
         self._ids = np.arange(size).reshape(self.shape)        # flat id of every counter
         self._sums = np.zeros(size)
         self._last = np.zeros(size, dtype=np.int64)
-        self._node = np.zeros((size, self.levels), dtype=np.int64)  # m of the noised node, 0 = none
         self._noise = np.zeros((size, self.levels))
         self._used = np.zeros((size, self.levels), dtype=bool)
         self.noise_terms = 0
@@ -130,44 +130,53 @@ class BinaryTreeCounter:
         counter); ``t`` (scalar or one per counter) must lie in 1 .. horizon and be at least
         the counter's previous time (skipped times are x = 0). The release is the exact
         prefix sum plus the popcount(t) node noises of Alg. 3.
+
+        One vectorised step for the whole batch: the nodes used for the first time are found from
+        each counter's previous release time alone, their noises drawn in counter-major,
+        level-minor order, and each counter's noise is summed over its full row of levels (zeros
+        off the set bits of t), so that a scalar t and a per-counter t give the same releases.
         """
         picked = self._ids[index]
         out_shape = np.shape(picked)
-        flat = np.atleast_1d(picked).ravel()
+        flat = picked.ravel() if out_shape else np.array([picked])
         if flat.size > 1 and np.bincount(flat).max() > 1:
             raise ValueError("each counter may appear once per release")
-        t = np.asarray(t, dtype=np.int64)
-        if t.ndim:
-            t = np.broadcast_to(t, out_shape).ravel()
+        last = self._last[flat]
+        if not np.isscalar(t):
+            t = np.broadcast_to(np.asarray(t, dtype=np.int64), out_shape).ravel()
             low, high = int(t.min()), int(t.max())
+            late = (last > t).any()
         else:
-            low = high = int(t)
+            t = low = high = int(t)
+            late = last.max(initial=0) > t
         if low < 1 or high > self.horizon:
             raise ValueError(f"time outside 1..{self.horizon}")
-        last = self._last[flat]
-        if (last > t).any():
+        if late:
             raise ValueError("a counter's times must not decrease")
-        value = np.asarray(value, dtype=float)
-        sums = self._sums[flat] + (value if value.ndim == 0 else value.reshape(flat.shape))
+        if not np.isscalar(value):
+            value = np.asarray(value, dtype=float)
+            value = value.reshape(flat.shape) if value.ndim else value
+        sums = self._sums[flat] + value
         self._sums[flat] = sums
         self._last[flat] = t
         if self.scale == 0.0:  # eps = inf: no noise, no node bookkeeping needed
             return sums.reshape(out_shape)
-        ids = t[..., None] >> self._j if t.ndim else t >> self._j   # node m = t >> j at each level j
+        # Node (j, m = t >> j) of a counter was used before iff its previous release time `last` had
+        # last >> j == m (bit j of last is then set too, m being odd): releases come in time order,
+        # so earlier ones lie in lower nodes. Hence Alg. 3's map P needs no other state than `last`.
+        if type(t) is int:
+            ids = t >> self._j                                      # node m = t >> j at each level j
+        else:
+            ids = t[:, None] >> self._j
         active = (ids & 1) == 1                                     # bit j of t set: node used (Alg. 2)
-        node = self._node[flat]
-        fresh = active & (node != ids)                              # first use of that node (Alg. 3)
-        count = int(fresh.sum())
-        noise = self._noise[flat]
-        if count:
-            node[fresh] = np.broadcast_to(ids, node.shape)[fresh]
-            self._node[flat] = node
-            if self.scale > 0.0:
-                noise[fresh] = laplace_noise(self.rng, self.scale, count)
-                self._noise[flat] = noise
-                self._used[flat] |= fresh
-                self.noise_terms += count
-        return (sums + (noise * active).sum(axis=-1)).reshape(out_shape)
+        fresh = active & ((last[:, None] >> self._j) != ids)        # first use of that node (Alg. 3)
+        rows, cols = np.nonzero(fresh)
+        if len(rows):
+            who = flat[rows]
+            self._noise[who, cols] = laplace_noise(self.rng, self.scale, len(rows))
+            self._used[who, cols] = True
+            self.noise_terms += len(rows)
+        return (sums + (self._noise[flat] * active).sum(axis=-1)).reshape(out_shape)
 
     def restart(self, index: Any) -> None:
         """The counters at ``index`` start a new stream (their owner lost its state): zero sums, no nodes.
@@ -178,7 +187,6 @@ class BinaryTreeCounter:
         flat = np.atleast_1d(self._ids[index]).ravel()
         self._sums[flat] = 0.0
         self._last[flat] = 0
-        self._node[flat] = 0
         self._noise[flat] = 0.0
         self._used[flat] = False
 

@@ -80,12 +80,14 @@ import numpy as np
 from netsim import faults
 from netsim import params as P
 from netsim.activation import poisson_edge_clocks, uniform_edge_clock
+from netsim.corruption import rewriting
 from netsim.errors import InputError, ProtocolError
-from netsim.network import Message
+from netsim.messages import Message
 from netsim.protocol import Protocol
 from netsim.registry import register_protocol
+from netsim.transport import TIMER_FIELDS, check_timer, timer_from
 from protocols.privacy.tree import BinaryTreeCounter
-from protocols.zhu2021.exchange import EXCHANGE_COUNTS, PairwiseExchange
+from protocols.zhu2021.exchange import EXCHANGE_COUNTS, REPLY, REQUEST, PairwiseExchange
 from protocols.zhu2021.gossip import gossip_lambda2, gossip_update
 from protocols.zhu2021.rules import (
     confidence_bound,
@@ -112,14 +114,13 @@ class GossipUCB(Protocol):
         "gossip_rate": P.real(1.0, low=0.0, low_open=True,
                               doc="realistic mode: link activations per unit time over the whole graph",
                               label="gossip rate", unit="per slot"),
-        "exchange_timeout": P.real(4.0, low=0.0, low_open=True,
-                                   doc="realistic mode: initial timeout of a gossip exchange (then RFC 6298)",
-                                   label="exchange timeout", unit="slots"),
+        **TIMER_FIELDS,   # realistic mode: the RFC 6298 timer of the gossip exchanges
     }
     requires_connected = True
     servers = 0
     bandit_kinds = ("bernoulli", "gaussian", "heterogeneous", "csv", "diabetes")
     crash_states = ("kept", "lost")
+    corruptible = (REQUEST, REPLY, NTILDE)
     columns = {
         "lambda2": P.column("λ2 of the gossip matrix", doc="second eigenvalue of the expected gossip matrix"),
         "epsilon_spent": P.column("privacy loss spent ε", doc="privacy loss of an agent's stream"),
@@ -155,6 +156,18 @@ class GossipUCB(Protocol):
             raise InputError(f"paper mode reads neighbours without messages, so {', '.join(sorted(message_faults))} "
                              "would have no effect; accepted: protocol.mode = 'realistic' with message faults",
                              key="protocol.mode")
+        check_timer(scenario.protocol)
+        if scenario.protocol["mode"] == "paper":
+            for key in ("gossip_rate", *TIMER_FIELDS):
+                if scenario.protocol[key] != cls.fields[key].default:
+                    raise InputError(f"paper mode activates one link per tick and sends no message, so {key} has no "
+                                     "effect; accepted: protocol.mode = 'realistic', or no protocol." + key,
+                                     key=f"protocol.{key}")
+        adversary = scenario.adversary
+        if scenario.protocol["mode"] == "paper" and (adversary["byzantine"] > 0 or adversary["agents"] or
+                                                     adversary["link_corruption"] > 0):
+            raise InputError("paper mode reads neighbours without messages, so an adversary would corrupt nothing; "
+                             "accepted: protocol.mode = 'realistic' with an [adversary] section", key="protocol.mode")
 
     def epsilon(self) -> float:
         """Privacy level of the observation sums (inf: Gossip_UCB, no noise)."""
@@ -173,7 +186,8 @@ class GossipUCB(Protocol):
         self.edges = np.array(sorted((min(u, v), max(u, v)) for u, v in graph.edges()), dtype=np.int64)
         self.rng = sim.streams.for_("protocol")
         self.best_arm = sim.bandit.best_arm
-        self.counter = BinaryTreeCounter(epsilon=self.epsilon(), horizon=self.ticks, shape=(n_agents, n_arms),
+        # one counter per (agent, arm), at flat index agent * M + arm
+        self.counter = BinaryTreeCounter(epsilon=self.epsilon(), horizon=self.ticks, shape=(n_agents * n_arms,),
                                          rng=sim.streams.for_("privacy"))
         self.initial = np.zeros((n_agents, n_arms))   # X(0), Alg. 4 line 1
         self.n = np.zeros((n_agents, n_arms))
@@ -193,18 +207,21 @@ class GossipUCB(Protocol):
         self._agents = np.arange(n_agents)
         self._realistic = self.params["mode"] == "realistic"
         gossip_rng = sim.streams.for_("gossip")
+        self._up = sim.faults.up[:n_agents] if sim.faults.has_crashes else None
         if self._realistic:
-            self._heard = np.zeros((n_agents, n_arms))
             self.exchange = PairwiseExchange(sim, width=n_arms, value=lambda i: self.theta[i], move=self._move,
-                                             timeout=self.params["exchange_timeout"], min_timeout=self.period)
-            sim.network.subscribe_batch(NTILDE, self._on_ntilde)
+                                             timer=timer_from(self.params, self.period),
+                                             up=sim.faults.up if sim.faults.has_crashes else None)
+            self.exchange.corruptible()
+            self._initiator = sim.streams.for_("gossip-initiator")
+            sim.network.subscribe_deferred(NTILDE)
+            sim.network.corruptible(NTILDE, rewriting(lambda counts, lie: lie(counts)))
             poisson_edge_clocks(sim.env, sim.network, gossip_rng, self._gossip_now,
                                 rate=self.params["gossip_rate"] / len(self.edges))
         else:
             # Started before the agent clock, so at every instant the link is drawn first.
             uniform_edge_clock(sim.env, sim.network, gossip_rng, self._remember_edge, period=self.period,
                                start=self.period)
-        self._up = sim.faults.up[:n_agents] if sim.faults.has_crashes else None
         self._fresh: list[int] = []   # agents back from a crash with state "lost", re-initialised next tick
         if self._up is not None:
             sim.faults.on_restart(self._restarted)
@@ -239,7 +256,7 @@ class GossipUCB(Protocol):
         """A crashed agent is back; with ``state = "lost"`` it starts afresh (module docstring)."""
         if node >= self.num_agents or state != "lost":
             return
-        self.counter.restart(node)
+        self.counter.restart(slice(node * self.num_arms, (node + 1) * self.num_arms))
         self.exchange.forget(node)
         self._fresh.append(node)
 
@@ -262,27 +279,31 @@ class GossipUCB(Protocol):
         active = self._active()
         lagging = consistency_set(n, self.ntilde, big_n)                           # line 6, uses ñ(t)
         if self._realistic:
-            heard, self._heard = self._heard, np.zeros_like(self._heard)
+            heard = self._heard()
         else:
             heard = neighbour_max(self.ntilde, self.hood)
             self._count_reads()
         self.ntilde = propagate_max_counts(n, self.ntilde, heard)                  # line 5, ñ(t+1)
         bonus = confidence_bound(n, t, big_n, horizon=self.ticks, epsilon=self.epsilon())
-        arms = select_arms(self.theta, bonus, lagging, self.rng)                   # lines 7-13
+        forced = lagging.any(axis=1)                                               # A_i non-empty
+        arms = select_arms(self.theta, bonus, lagging, self.rng, forced=forced)   # lines 7-13
         self.arms, self.lagging = arms, lagging
         if len(active) < big_n:
-            arms, lagging = arms[active], lagging[active]
-        self.forced_pulls += int(lagging.any(axis=1).sum())
+            arms, forced = arms[active], forced[active]
+        self.forced_pulls += int(np.count_nonzero(forced))
         rewards = self.sim.bandit.pull_many(active, arms)                          # line 14
-        n[active, arms] += 1.0                                                     # line 15
-        released = self.counter.release((active, arms), t, rewards)               # Alg. 3, X(1..t)
+        pulled = active * self.num_arms + arms      # flat (agent, arm) entries of the N x M arrays
+        counts = n.reshape(-1)
+        counts[pulled] += 1.0                                                      # line 15
+        released = self.counter.release(pulled, t, rewards)                       # Alg. 3, X(1..t)
+        new_mean = (self.initial.reshape(-1)[pulled] + released) / counts[pulled]  # Eq. (2)
+        means = self.xbar.reshape(-1)
         delta = np.zeros_like(self.xbar)
-        new_mean = (self.initial[active, arms] + released) / n[active, arms]      # Eq. (2)
-        delta[active, arms] = new_mean - self.xbar[active, arms]
-        self.xbar[active, arms] = new_mean
+        delta.reshape(-1)[pulled] = new_mean - means[pulled]
+        means[pulled] = new_mean
         if t > self.ticks // 2:
             self.late_pulls += len(active)
-            self.late_best += int((arms == self.best_arm).sum())
+            self.late_best += int(np.count_nonzero(arms == self.best_arm))
         if self._realistic:
             self.theta += delta                                                    # line 22
             self._send_ntilde()
@@ -304,19 +325,39 @@ class GossipUCB(Protocol):
 
     # ------------------------------------------------------------------ realistic-mode messages
     def _send_ntilde(self) -> None:
-        network, m = self.sim.network, self.num_arms
+        """Every agent that is up sends its ñ (M counts) to each neighbour: one engine call for all."""
+        m = self.num_arms
         senders = self._agents if self._up is None else self._agents[self._up]
-        for i in senders:
-            network.broadcast(int(i), NTILDE, self.ntilde[i].copy(), size=m)
+        counts = self.ntilde[senders].ravel()
+        self.sim.network.broadcast_chunks(NTILDE, senders, np.arange(len(senders) + 1) * m, counts)
         self.ntilde_reads += 2 * len(self.edges)
 
-    def _on_ntilde(self, messages: list[Message]) -> None:
-        heard = self._heard
-        for msg in messages:
-            np.maximum(heard[msg.dst], msg.payload, out=heard[msg.dst])
+    def _heard(self) -> np.ndarray:
+        """max_j ñ_j over the ñ messages each agent received since its last tick (0 where none came)."""
+        m = self.num_arms
+        heard = np.zeros((self.num_agents, m))
+        records = self.sim.network.collect(NTILDE)
+        if not records:
+            return heard
+        dst, rows, single_dst, single_rows = [], [], [], []
+        for record in records:
+            if type(record) is Message:  # a message that travelled alone (a record reader may get those)
+                single_dst.append(record.dst)
+                single_rows.append(record.payload)
+            else:
+                dst.append(record.dst)
+                rows.append(record.payload.reshape(-1, m)[record.start // m])
+        if single_dst:
+            dst.append(np.array(single_dst, dtype=np.int64))
+            rows.append(np.array(single_rows).reshape(-1, m))
+        np.maximum.at(heard, np.concatenate(dst), np.concatenate(rows))
+        return heard
 
     def _gossip_now(self, u: int, v: int) -> None:
-        """A link fired: u opens a pairwise exchange with v (:mod:`protocols.zhu2021.exchange`)."""
+        """A link fired: one of its ends, each with probability 1/2, opens a pairwise exchange with the
+        other (:mod:`protocols.zhu2021.exchange`)."""
+        if self._initiator.random() < 0.5:
+            u, v = v, u
         if self.t == 0 or (self._up is not None and not self._up[u]):
             return  # nothing to gossip before initialisation; a crashed agent starts nothing
         self.exchange.begin(u, v)
@@ -326,7 +367,7 @@ class GossipUCB(Protocol):
 
     # ------------------------------------------------------------------ results
     def results(self) -> dict[str, float]:
-        exchanges = ({f"exchanges_{k}": v for k, v in self.exchange.counts.items()} if self._realistic else {})
+        exchanges = ({f"exchanges_{k}": v for k, v in self.exchange.results().items()} if self._realistic else {})
         return {
             "lambda2": self.lambda2,
             "epsilon_spent": self.counter.epsilon_spent,

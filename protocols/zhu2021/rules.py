@@ -62,14 +62,15 @@ def consistency_set(n: np.ndarray, ntilde: np.ndarray, num_agents: int) -> np.nd
     return n < ntilde - num_agents
 
 
-def select_arms(theta: np.ndarray, bonus: np.ndarray, lagging: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def select_arms(theta: np.ndarray, bonus: np.ndarray, lagging: np.ndarray, rng: np.random.Generator,
+                *, forced: np.ndarray | None = None) -> np.ndarray:
     """Lines 7-13: argmax_k theta + C if A_i is empty, else a uniform arm of A_i.
 
     Draws M uniforms from ``rng`` for each agent with a non-empty A_i (in agent order) and
-    nothing otherwise.
+    nothing otherwise. ``forced``: ``lagging.any(axis=1)`` if the caller has it already.
     """
     arms = np.argmax(theta + bonus, axis=1)
-    forced = np.flatnonzero(lagging.any(axis=1))
+    forced = np.flatnonzero(lagging.any(axis=1) if forced is None else forced)
     if len(forced):
         u = rng.random((len(forced), theta.shape[1]))
         arms[forced] = np.argmax(np.where(lagging[forced], u, -1.0), axis=1)
