@@ -256,3 +256,19 @@ def test_the_summary_shows_corrupted_messages(capsys):
     cells = next(s.split() for s in out if "messages_corrupted" in s.split())
     row = cells[cells.index("messages_corrupted") + 1:]
     assert float(row[header.index("mean")].replace(",", "")) > 0
+
+
+# ---------------------------------------------------------------------- the adversary reaches every family
+ATTACKED = ["cdp-mab", "ddp-mab", "hdp-mab", "gossip-ucb", "fed-ucb", "dubey2020a-private", "dubey2020a-byzantine",
+            "feducb", "feducb-p2p", "mase", "dp-mase", "corrupted-elimination", "feraud2019"]
+
+
+@pytest.mark.parametrize("name", ATTACKED)
+def test_byzantine_agents_corrupt_every_family(name):
+    """Issue 24, item 4: byzantine = 0.3 with corruption = 1 corrupts messages (a count the engine keeps
+    per changed payload) and changes the tables against the clean run of the same seed."""
+    longer = {"run.horizon": 1000} if name == "ddp-mab" else {}  # its first round ends after slot 200
+    clean = tables(load(name, longer))
+    attacked = tables(load(name, {**longer, "adversary.byzantine": 0.3, "adversary.corruption": 1.0}))
+    assert attacked[0]["messages_corrupted"] > 0
+    assert attacked != clean
