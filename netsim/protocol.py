@@ -31,6 +31,10 @@ Subclasses declare:
 * ``relays``: whether agents forward records other agents created (the LOCAL flooding); only then
   does ``adversary.relay`` (byzantine agents also corrupt what they relay) change a run, and a
   scenario setting it for a protocol that relays nothing is refused when loaded;
+* ``agent_links``: whether agents send to each other over agent-agent links (``False``: every
+  message goes through a server, a star); for such a protocol ``network.links`` overrides between
+  two agents, and ``network.delay`` once ``network.server_delay`` is set, act on no message and
+  are refused when loaded;
 * optionally ``check_network(scenario, network)``: checks that need the built network (trial 0's
   graph), e.g. a message life that resolves to no relaying on it;
 * ``columns``: the extra ``trials.csv`` columns :meth:`Protocol.results` may return, each with its
@@ -77,6 +81,7 @@ class Protocol:
     corruptible: ClassVar[tuple[str, ...]] = ()
     sends: ClassVar[bool] = True
     relays: ClassVar[bool] = False
+    agent_links: ClassVar[bool] = True
     columns: ClassVar[Mapping[str, P.Field] | tuple[str, ...]] = ()
 
     def __init__(self, sim: Simulation, params: Mapping[str, Any]):

@@ -593,7 +593,9 @@ def byzantine_count(adversary: Mapping[str, Any], agents: int) -> int:
 def check_network_keys(scenario: Scenario, protocol_cls: Any) -> None:
     """Refuse a network or link-fault key that cannot act on this scenario.
 
-    ``server_delay`` without server nodes; and for a protocol that sends no message
+    ``server_delay`` without server nodes; for a protocol whose agents talk only to servers
+    (``Protocol.agent_links = False``), links between two agents and a ``delay`` that the set
+    ``server_delay`` leaves on no link; and for a protocol that sends no message
     (``Protocol.sends = False``: isolated or centralised baselines), every key that only acts on
     messages: delays, loss, per-link overrides, links going down, duplication, reordering.
     """
@@ -601,6 +603,17 @@ def check_network_keys(scenario: Scenario, protocol_cls: Any) -> None:
     if net["server_delay"] is not None and net["servers"] == 0:
         raise InputError("server_delay is the delay of server-agent links, and there is no server; accepted: "
                          "network.servers > 0, or no server_delay", key="network.server_delay")
+    if protocol_cls.sends and not protocol_cls.agent_links:
+        agents = net["agents"]
+        if any(link["u"] < agents and link["v"] < agents for link in net["links"]):
+            raise InputError(f"protocol {protocol_cls.name!r} sends only between agents and servers, so a link between "
+                             f"two agents carries nothing; accepted: links with one end a server (node >= {agents})",
+                             key="network.links")
+        if net["server_delay"] is not None and net["delay"] != NETWORK["delay"].default:
+            raise InputError(f"protocol {protocol_cls.name!r} sends only between agents and servers, so with "
+                             "network.server_delay set, network.delay acts on no link; accepted: one of network.delay "
+                             "and network.server_delay",
+                             key="network.delay")
     if protocol_cls.sends:
         return
     acting = [

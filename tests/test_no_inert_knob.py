@@ -10,7 +10,7 @@ with the run of the context alone. Exactly one of these must hold:
 * loading is refused with an :class:`~netsim.errors.InputError` whose ``key`` is the walked key (or,
   when the context itself is refused, the context's key: the walked key is then never reached); or
 * the tables differ: the trial row (regret, messages, counters, protocol columns) or the per-agent
-  regret.
+  regret or pull counts.
 
 A key whose run equals its context run bit for bit is inert: accepted and ignored. That is the
 failure this test exists for.
@@ -39,10 +39,13 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "ucb1": ("quickstart", {"network.agents": 4, "run.horizon": 60}),
     "central-ucb": ("quickstart", {"protocol.name": "central-ucb", "network.servers": 1, "network.agents": 4,
                                    "run.horizon": 60}),
-    "cdp-mab": ("li2022-fig8-homogeneous", {"bandit.arms": 3, "run.horizon": 400, "protocol.epsilon": math.inf}),
+    # li2022: close means, so that elimination still runs while the walked crashes end (a crash after the
+    # best arm is found changes who pulls it, not what a restarted agent kept)
+    "cdp-mab": ("li2022-fig8-homogeneous", {"bandit.arms": 3, "bandit.means": [0.5, 0.45, 0.4], "run.horizon": 400,
+                                            "protocol.epsilon": math.inf}),
     "ddp-mab": ("li2022-gis-path5", {"network.agents": 4, "run.horizon": 200}),
     "hdp-mab": ("li2022-fig11-case1", {"network.agents": 6, "network.components": 2, "bandit.arms": 3,
-                                       "run.horizon": 300}),
+                                       "bandit.means": [0.5, 0.45, 0.4], "run.horizon": 300}),
     "dubey2020a-private": ("dubey2020a-fig1a", {"network.topology": "ring", "network.p": None, "network.agents": 6,
                                                 "protocol.gamma": 2, "protocol.epsilon": 0.5, "run.horizon": 60}),
     "dubey2020a-byzantine": ("dubey2020a-fig1b", {"network.topology": "ring", "network.p": None,
@@ -62,20 +65,9 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "independent-se": ("rio2023-fig1-independent", RIO),
 }
 
-# (protocol, key) pairs still inert on this branch, owned by the helpers changing those families
-# (issue 24): the test fails on any other inert key, and on a listed pair that became valid
-# (remove it then). The lead empties this after merging their work.
-RIO_CLOCK = {"network.links", "clock.period", "clock.jitter"}  # agents talk only to the coordinator
-PENDING: dict[str, set[str]] = {
-    "cdp-mab": {"network.delay", "network.links", "faults.restart_rate", "faults.state"},   # li2022 (gis)
-    "hdp-mab": {"faults.restart_rate", "faults.state"},                                     # li2022 (gis)
-    "feducb": {"network.links", "clock.jitter"},                                            # dubey2020b (sync)
-    "feducb-p2p": {"clock.jitter"},                                                         # dubey2020b (sync)
-    "mase": RIO_CLOCK, "dp-mase": RIO_CLOCK, "corrupted-elimination": RIO_CLOCK, "feraud2019": RIO_CLOCK,
-    # rio2023 (sync): sends nothing, like ucb1, so every message-only key too (Protocol.sends = False)
-    "independent-se": RIO_CLOCK | {"network.delay", "network.server_delay", "network.loss", "faults.link_up_rate",
-                                   "faults.reorder_delay"},
-}
+# (protocol, key) pairs still inert (issue 24): the test fails on any other inert key, and on a
+# listed pair that became valid (remove it then).
+PENDING: dict[str, set[str]] = {}
 
 LIARS = {"adversary.byzantine": 0.34, "adversary.corruption": 1.0}
 SLOW = {"model": "exponential", "mean": 2.0}
@@ -112,7 +104,9 @@ def walk(scenario: S.Scenario, edge: tuple[int, int], span: float) -> list[tuple
         ("adversary.byzantine", LIARS, {}),
         ("adversary.agents", {"adversary.agents": [0], "adversary.corruption": 1.0}, {}),
         ("adversary.corruption", {"adversary.corruption": 0.5}, LIARS),
-        ("adversary.distribution", {"adversary.distribution": {"model": "constant", "value": 0.5}}, LIARS),
+        # a blatant lie: a small one (0.5 against the default Q's 0) can leave a run unchanged by the algorithm's
+        # own doing (gossip's n~ is a maximum, so a count lied below the truth is never taken)
+        ("adversary.distribution", {"adversary.distribution": {"model": "constant", "value": 100.0}}, LIARS),
         ("adversary.relay", {"adversary.relay": True}, LIARS),
         ("adversary.link_corruption", {"adversary.link_corruption": 0.5}, {}),
         ("clock.period", {"clock.period": 2.0}, {}),
@@ -139,7 +133,8 @@ def load(name: str, sets: dict[str, Any]) -> S.Scenario:
 def tables(scenario: S.Scenario) -> tuple:
     result = run_trial(scenario, trial_sequence(scenario.run["seed"], 0), 0)
     row = {k: v for k, v in result.row.items() if k not in ("wall_s", "scenario")}
-    return row, np.asarray(result.agents["regret"]).round(9).tolist()
+    # pulls too: a crash after the best arm is found changes who pulls, not the pseudo-regret
+    return row, np.asarray(result.agents["regret"]).round(9).tolist(), np.asarray(result.agents["pulls"]).tolist()
 
 
 def outcome(name: str, key: str, setting: dict[str, Any], context: dict[str, Any], cache: dict) -> str:
@@ -151,7 +146,8 @@ def outcome(name: str, key: str, setting: dict[str, Any], context: dict[str, Any
     try:
         walked = load(name, {**context, **setting})
     except InputError as exc:
-        return "refused" if exc.key == key else f"refused on another key {exc.key}: {exc.detail}"
+        # refused on the walked key, or on a key it conflicts with, naming it
+        return "refused" if exc.key == key or key in exc.detail else f"refused on another key {exc.key}: {exc.detail}"
     for sets, scenario in ((context, context_run), ({**context, **setting}, walked)):
         if repr(sorted(sets.items())) not in cache:
             cache[repr(sorted(sets.items()))] = tables(scenario)
@@ -255,5 +251,24 @@ def test_the_summary_shows_corrupted_messages(capsys):
     assert main(["run", "dubey2020a-fig1a", "--set", "network.agents=6", "--set", "network.p=0.6",
                  "--set", "run.horizon=30", "--set", "adversary.agents=[0]", "--set", "adversary.corruption=1",
                  "--trials", "1"]) == 0
-    line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("messages_corrupted"))
-    assert float(line.split()[1].replace(",", "")) > 0
+    out = capsys.readouterr().out.splitlines()
+    header = next(s.split() for s in out if s.split()[:1] == ["trials"])
+    cells = next(s.split() for s in out if "messages_corrupted" in s.split())
+    row = cells[cells.index("messages_corrupted") + 1:]
+    assert float(row[header.index("mean")].replace(",", "")) > 0
+
+
+# ---------------------------------------------------------------------- the adversary reaches every family
+ATTACKED = ["cdp-mab", "ddp-mab", "hdp-mab", "gossip-ucb", "fed-ucb", "dubey2020a-private", "dubey2020a-byzantine",
+            "feducb", "feducb-p2p", "mase", "dp-mase", "corrupted-elimination", "feraud2019"]
+
+
+@pytest.mark.parametrize("name", ATTACKED)
+def test_byzantine_agents_corrupt_every_family(name):
+    """Issue 24, item 4: byzantine = 0.3 with corruption = 1 corrupts messages (a count the engine keeps
+    per changed payload) and changes the tables against the clean run of the same seed."""
+    longer = {"run.horizon": 1000} if name == "ddp-mab" else {}  # its first round ends after slot 200
+    clean = tables(load(name, longer))
+    attacked = tables(load(name, {**longer, "adversary.byzantine": 0.3, "adversary.corruption": 1.0}))
+    assert attacked[0]["messages_corrupted"] > 0
+    assert attacked != clean

@@ -374,7 +374,7 @@ def test_bad_parameters_raise_input_errors():
         scenario("dp-mase", kind="gaussian")
     with pytest.raises(InputError, match="network.servers"):
         S.from_dict({"name": "x", "bandit": {"kind": "bernoulli", "arms": 3, "means": [0.1, 0.2, 0.3]},
-                     "network": {"topology": "ring", "agents": 4},
+                     "network": {"topology": "ring", "agents": 4, "servers": 0},
                      "protocol": {"name": "dp-mase"}})
 
 

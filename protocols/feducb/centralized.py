@@ -160,6 +160,7 @@ class CentralizedFedUCB(Protocol):
     description = "centralized FedUCB (dubey2020 Alg. 1): private federated OFUL with log-det synchronisation"
     fields: ClassVar[Mapping[str, P.Field]] = FIELDS
     servers = 1
+    agent_links = False
     bandit_kinds = ("linear",)
     crash_states = ("kept", "lost")
     corruptible = ("feducb-upload", "feducb-sync")

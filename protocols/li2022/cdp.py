@@ -22,6 +22,7 @@ class CDPMAB(Elimination):
     name = "cdp-mab"
     description = "centralized private elimination with a server (li2022 Alg. 1, p and R of Sec. IV-B)"
     servers = 1
+    agent_links = False
     requires_connected = False
     corruptible = ("cdp-upload",)  # an upload carries ybar_i (and n_i)
     fields: ClassVar[Mapping[str, P.Field]] = {

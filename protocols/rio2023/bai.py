@@ -96,6 +96,7 @@ class MultiAgentBAI(Protocol):
     """Shared state and wiring of the rio2023 family (see module docstring)."""
 
     servers = 1
+    agent_links = False
     bandit_kinds = ("bernoulli", "gaussian")
     voting = True
     crash_states = ("kept", "lost")

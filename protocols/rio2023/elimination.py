@@ -156,6 +156,7 @@ class Independent(_SuccessiveElimination):
     description = "rio2023 baseline INDEPENDENT: one successive elimination per agent, no communication"
     fields = COMMON
     voting = False
+    sends = False
     corruptible = ()
 
     def local_failure(self) -> float:
