@@ -12,7 +12,9 @@ Then the same question on the independent reference (:mod:`benchmarks.dubey2020a
 netsim code; fed netsim's streams it makes netsim's every choice, tests/test_dubey2020a_reference.py)
 on ``--reference N`` independent draws of the setting: the fall with both weightings; with the noise
 off; with delay 6 only up to trial 200 or only after it (when the fall accrues); with every heard
-record 6 trials old whatever its hop count; and the correlation, for the second-best arm's releases
+record 6 trials old whatever its hop count; with the releases on a clock instead of at pull counts
+(the reference's laboratory variant ``refresh = "clock"``: a draw then stays f trials whatever it
+is); the late pulls of the second-best arm; and the correlation, for the second-best arm's releases
 after the round-robin, between a release's Laplace draw and how long it stays the owner's latest
 (trials until its next release of the arm).
 
@@ -23,10 +25,11 @@ netsim, delays 1 / 2 / 6, paired with delay 1 [95 % t interval]: current 1,404 /
 [-18, +40]). Reference: current 1,143 / 986 at delay 6 (-157 [-225, -89]); released 1,153 / 987
 (-166 [-237, -94]); noise off 810 / 822 (+12 [-3, +28]); delay 6 only up to t = 200: -54 [-125,
 +17]; delay 6 only after t = 200: -181 [-253, -108]; every heard record 6 trials old: -138 [-215,
--60]; pulls of the second-best arm after t = 200: 4,663 at delay 1, 3,864 at delay 6 (-799 [-1,460,
--137]); corr(draw, lifetime) +0.048 at delay 1, -0.070 at delay 6 (paired -0.118 [-0.185, -0.051], 34
-instances with such releases). About 0.7 (delay 1) to 1.5 (delay 6) CPU s per netsim trial, 0.1 s per
-reference run; the whole command took about 8 minutes on the shared machine.
+-60]; releases on a clock 1,262 / 1,263 (+1 [-17, +19]); pulls of the second-best arm after
+t = 200: 4,663 at delay 1, 3,864 at delay 6 (-799 [-1,461, -137]); corr(draw, lifetime) +0.048 at
+delay 1, -0.070 at delay 6 (paired -0.118 [-0.185, -0.051], 34 instances with such releases).
+About 0.7 (delay 1) to 1.5 (delay 6) CPU s per netsim trial, 0.1 s per reference run; the whole
+command took about 8 minutes on the shared machine.
 """
 
 from __future__ import annotations
@@ -108,19 +111,22 @@ def anatomy(instances: int) -> list[str]:
             "released, delay 6 until t = 200, then 1": (lag[6], "released", True, (201, lag[1])),
             "released, delay 1 until t = 200, then 6": (lag[1], "released", True, (201, lag[6])),
             "released, every heard record 6 trials old": (np.where(heard, 6, 0), "released", True, None),
+            "released, releases on a clock, delay 1": (lag[1], "released", True, None),
+            "released, releases on a clock, delay 6": (lag[6], "released", True, None),
         }
         for name, (lags, counts, noisy, later) in variants.items():
             noise.bit_generator.state = state
             run = ref.simulate(lags, means, horizon, epsilon=0.1, v=1.1, record_counts=counts, uniforms=uniforms,
-                               noise=noise if noisy else None, later=later)
+                               noise=noise if noisy else None, later=later,
+                               refresh="clock" if "clock" in name else "pulls")
             out.setdefault(name, []).append(run.group_regret)
-            if counts == "released" and noisy and later is None and name.endswith(("delay 1", "delay 6")):
+            if name in ("released, delay 1", "released, delay 6"):
                 z, life = lifetimes(run, second, horizon, after=50)
                 corr[int(name[-1])].append(np.corrcoef(z, life)[0, 1] if len(z) > 2 else np.nan)
                 late[int(name[-1])].append(float(np.sum(run.arms[200:] == second)))
     lines = []
     for name, values in out.items():
-        paired_with_own = "noise off" in name or name.startswith("current")
+        paired_with_own = "noise off" in name or "clock" in name or name.startswith("current")
         base = name.replace("delay 6", "delay 1") if paired_with_own else "released, delay 1"
         text = f"  {name}: {np.mean(values):,.0f}"
         if name != base:
@@ -138,7 +144,7 @@ def anatomy(instances: int) -> list[str]:
 def interval(diff: np.ndarray, label: str) -> str:
     """``label mean [95 % t interval], lower in a of n``."""
     half = stats.t.ppf(0.975, len(diff) - 1) * diff.std(ddof=1) / np.sqrt(len(diff))
-    form = "{:+,.0f}" if abs(diff.mean()) >= 10 else "{:+.3f}"
+    form = "{:+,.0f}" if abs(diff.mean()) + half >= 10 else "{:+.3f}"
     low, mean, high = (form.format(x) for x in (diff.mean() - half, diff.mean(), diff.mean() + half))
     return f"{label} {mean} [{low}, {high}], lower in {(diff < 0).sum()} of {len(diff)}"
 

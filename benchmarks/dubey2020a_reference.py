@@ -74,12 +74,17 @@ class Run:
 
 def simulate(lags: np.ndarray, means: np.ndarray, horizon: int, *, epsilon: float, v: float, record_counts: str,
              uniforms: np.ndarray, noise: np.random.Generator | None,
-             later: tuple[int, np.ndarray] | None = None) -> Run:
+             later: tuple[int, np.ndarray] | None = None, refresh: str = "pulls") -> Run:
     """Run Private Multi-Agent UCB for ``horizon`` trials; see the module docstring for the model.
 
     ``noise = None`` releases exact means at the same interval points (the privacy noise removed,
     the schedule kept). ``later = (t0, lags2)`` reads with the lag matrix ``lags2`` from trial t0 on
     (a change of timing in the middle of a run, to locate when a timing effect accrues).
+    ``refresh = "clock"`` is a laboratory variant, not the paper: instead of releasing an arm when its
+    count reaches a multiple of f (``"pulls"``, Alg. 1 l. 6), every agent releases every arm it has
+    pulled at every f-th trial, so how long a released draw stays an agent's latest (f trials) no
+    longer depends on the agents' choices (its Laplace draws: ``noise.laplace(0, 1, (M, K))`` per
+    such trial, unpulled arms' draws unused).
     """
     lags = np.asarray(lags, dtype=np.int64)
     m, k = len(lags), len(means)
@@ -124,10 +129,14 @@ def simulate(lags: np.ndarray, means: np.ndarray, horizon: int, *, epsilon: floa
         regret += gaps[arms]
         n[everyone, arms] += 1
         s[everyone, arms] += rewards
-        count = n[everyone, arms]
-        hit = count % f == 0
-        who, arm = everyone[hit], arms[hit]
-        z = noise.laplace(0.0, 1.0, len(who)) if private and noise is not None else np.zeros(len(who))
+        if refresh == "clock":
+            z = noise.laplace(0.0, 1.0, (m, k)) if t % f == 0 and private and noise is not None else np.zeros((m, k))
+            who, arm = np.nonzero(n > 0) if t % f == 0 else (everyone[:0], everyone[:0])
+            z = z[who, arm]
+        else:
+            hit = n[everyone, arms] % f == 0
+            who, arm = everyone[hit], arms[hit]
+            z = noise.laplace(0.0, 1.0, len(who)) if private and noise is not None else np.zeros(len(who))
         released[who, arm] = s[who, arm] / n[who, arm] + z * n[who, arm] ** (v / 2.0 - 1.0)
         at_release[who, arm] = n[who, arm]
         releases.extend(zip([t] * len(who), who.tolist(), arm.tolist(), z.tolist()))
