@@ -94,9 +94,8 @@ def simulate(lags: np.ndarray, means: np.ndarray, horizon: int, *, epsilon: floa
     f = math.ceil(1.0 / epsilon) if private else 1
     switch, lags2 = (horizon + 1, lags) if later is None else (later[0], np.asarray(later[1], dtype=np.int64))
     depth = int(max(lags.max(initial=0), lags2.max(initial=0))) + 1
-    # ring buffer of records: slot s % depth holds the (counts, counts * means) agents published at trial s
-    past_counts = np.zeros((depth, m, k))
-    past_weighted = np.zeros((depth, m, k))
+    # ring buffer of records: slot s % depth holds [counts | counts * means] (M x 2K) published at trial s
+    past = np.zeros((depth, m, 2 * k))
 
     def split(matrix: np.ndarray) -> list[tuple[int, np.ndarray]]:  # one 0/1 reading matrix per distinct lag
         return [(int(lag), (matrix == lag).astype(float)) for lag in np.unique(matrix[matrix > 0])]
@@ -114,15 +113,13 @@ def simulate(lags: np.ndarray, means: np.ndarray, horizon: int, *, epsilon: floa
         if t <= k * f:
             arms = np.full(m, t % k)
         else:
-            heard_n = np.zeros((m, k))
-            heard_s = np.zeros((m, k))
+            heard = np.zeros((m, 2 * k))
             for lag, who in (ways if t < switch else ways2):
                 if t - lag >= 1:
-                    heard_n += who @ past_counts[(t - lag) % depth]
-                    heard_s += who @ past_weighted[(t - lag) % depth]
-            total = n + heard_n
+                    heard += who @ past[(t - lag) % depth]
+            total = n + heard[:, :k]
             with np.errstate(divide="ignore", invalid="ignore"):
-                index = (s + heard_s) / total + np.sqrt(2.0 * math.log(t) / total)
+                index = (s + heard[:, k:]) / total + np.sqrt(2.0 * math.log(t) / total)
             arms = np.argmax(np.where(total > 0, index, np.inf), axis=1)
         arms_log[t - 1] = arms
         rewards = (uniforms[everyone, n.sum(axis=1).astype(np.int64)] < means[arms]).astype(float)
@@ -141,8 +138,8 @@ def simulate(lags: np.ndarray, means: np.ndarray, horizon: int, *, epsilon: floa
         at_release[who, arm] = n[who, arm]
         releases.extend(zip([t] * len(who), who.tolist(), arm.tolist(), z.tolist()))
         paired = at_release if record_counts == "released" else np.where(at_release > 0, n, 0.0)
-        past_counts[t % depth] = paired
-        past_weighted[t % depth] = paired * released
+        past[t % depth, :, :k] = paired
+        past[t % depth, :, k:] = paired * released
     return Run(regret, arms_log, releases)
 
 
