@@ -125,7 +125,7 @@ def per_tick(name: str, ticks: int, repeat: int) -> dict:
         def wired(start=start, sim=sim, record_release=record_release):
             start()
             counter = sim.protocol.counter
-            counter.release = lambda i, t, v=0.0, r=counter.release: record_release(i, t, v, r)
+            counter.release = lambda i, tick, v=0.0, r=counter.release: record_release(i, tick, v, r)
 
         sim.bandit.pull_many, sim.protocol.start = record_pull, wired
         begin = time.process_time()

@@ -69,7 +69,7 @@ def test_dubey2020a_private_as_calibrated_passes():
 def test_dubey2020a_private_with_ten_times_epsilon_inside_is_violated(monkeypatch):
     """eps = 0.1 claimed: one release at count 10, worth 10^(-0.55) = 0.28. With 10 eps the protocol releases
     arm 0's mean at every pull (interval ceil(1/1) = 1), the first at count 1 worth 1 on its own."""
-    import protocols.dubey2020a.private as private
+    import protocols.dubey2020a.trials as private  # where the protocol builds its mechanism
 
     real = private.IntervalMechanism
     monkeypatch.setattr(private, "IntervalMechanism", lambda *, epsilon, v: real(epsilon=min(10 * epsilon, 1.0), v=v))

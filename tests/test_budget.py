@@ -13,6 +13,7 @@ from netsim.cli import main
 from netsim.registry import protocols
 
 TINY = ["--set", "run.checkpoints=2", "--quiet", "--no-plots"]
+SENDS = ["--set", "protocol.name='dubey2020a-private'"]  # ucb1 sends nothing and refuses link keys
 
 
 def refused(capsys, tmp_path, argv: list[str], *needles: str) -> str:
@@ -35,7 +36,7 @@ def refused(capsys, tmp_path, argv: list[str], *needles: str) -> str:
      ["faults.crash_rate", "1e+12"]),
     (["run", "quickstart", "--set", "faults.crash_rate=1e9", "--set", "faults.restart_rate=1e9", *TINY],
      ["run.max_events"]),
-    (["run", "quickstart", "--set", "faults.link_down_rate=1e9", *TINY], ["run.max_events"]),
+    (["run", "quickstart", *SENDS, "--set", "faults.link_down_rate=1e9", *TINY], ["run.max_events"]),
     (["run", "zhu2021-fig2a-eps1", "--set", "protocol.mode='realistic'", "--set", "protocol.gossip_rate=1e9",
       *TINY], ["run.max_events"]),
     (["run", "zhu2021-fig2a-eps1", "--set", "protocol.gossip_rate=1e300", *TINY], ["protocol.gossip_rate"]),
@@ -47,9 +48,11 @@ def refused(capsys, tmp_path, argv: list[str], *needles: str) -> str:
     (["run", "dubey2020b-fig1c", "--set", "bandit.dimension=100000", *TINY], ["run.max_memory"]),
     (["run", "dubey2020b-p2p", "--set", "protocol.gamma=100000", *TINY], ["run.max_memory"]),
     (["show", "quickstart", "--set", "run.trials=10000000", "--set", "network.topology='erdos_renyi'",
-      "--set", "network.p=0.5", "--set", "network.links=[{u=0, v=1}]"], ["run.trials"]),
+      "--set", "network.p=0.5",
+      "--set", "network.links=[{u=0, v=1}]", *SENDS], ["run.trials"]),
     (["show", "quickstart", "--set", "run.trials=100000", "--set", "network.topology='erdos_renyi'",
-      "--set", "network.p=1.0", "--set", "network.links=[{u=0, v=1}]"], ["run.trials", "5,000,000"]),
+      "--set", "network.p=1.0",
+      "--set", "network.links=[{u=0, v=1}]", *SENDS], ["run.trials", "5,000,000"]),
     (["show", "quickstart", "--set", "network.delay={model='lognormal', mean=1, sigma=1e200}"],
      ["network.delay.sigma", "10"]),
     (["show", "dubey2020b-fig1c", "--set", "clock.period=5e-324"], ["clock.period"]),
@@ -78,9 +81,14 @@ def test_the_estimate_of_the_quickstart_by_hand():
     work = budget.estimate(sc, protocols.get("ucb1", key="protocol.name"))
     assert work.slots == 2000 and work.links == 10 and work.events == 2000 * 20
     assert work.memory == 8 * 8 * 10 * 10 + 600 * 10 + 32 * sc.run["checkpoints"]
-    with_faults = sc.with_(**{"faults.crash_rate": 0.5, "faults.restart_rate": 1.5, "faults.link_down_rate": 0.25})
+    with_faults = sc.with_(**{"faults.crash_rate": 0.5, "faults.restart_rate": 1.5})
     extra = budget.estimate(with_faults, protocols.get("ucb1", key="protocol.name")).events - work.events
-    assert extra == (0.5 + 1.5) * 2000 * 10 + 2 * 0.25 * 2000 * 10
+    assert extra == (0.5 + 1.5) * 2000 * 10
+    # links going down act on messages: a protocol that sends (ucb1 refuses the key)
+    sends = sc.with_(**{"protocol.name": "dubey2020a-private"})
+    private = protocols.get("dubey2020a-private", key="protocol.name")
+    downs = budget.estimate(sends.with_(**{"faults.link_down_rate": 0.25}), private).events
+    assert downs - budget.estimate(sends, private).events == 2 * 0.25 * 2000 * 10
 
 
 def test_show_prints_the_estimate_and_the_limits_can_be_raised(capsys):
@@ -114,7 +122,7 @@ def test_every_bundled_study_fits_the_default_limits_at_paper_scale(tmp_path):
 @pytest.mark.parametrize("overrides", [
     ["protocol.name='dubey2020a-private'", "protocol.epsilon=1e-12"],
     ["protocol.name='dubey2020a-private'", "protocol.gamma=10000"],
-    ["network.delay={model='lognormal', mean=1e12, sigma=10}"],
+    ["protocol.name='dubey2020a-private'", "network.delay={model='lognormal', mean=1e12, sigma=10}"],
     ["clock.period=1e12", "run.horizon=1e12"],
 ])
 def test_the_extremes_a_field_accepts_run(tmp_path, overrides):

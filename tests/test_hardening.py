@@ -59,11 +59,13 @@ def test_scenario_name_cannot_leave_results(capsys, tmp_path, monkeypatch):
 def test_set_into_a_defaulted_table_applies_on_top_of_the_defaults():
     """quickstart leaves [network.delay] to its default (constant 1): setting only its value keeps the model;
     setting the model starts the table afresh; a server delay starts from the agents' delay."""
-    assert dict(S.load("quickstart", ["network.delay.value=3"]).network["delay"]) == {"model": "constant",
-                                                                                       "value": 3.0}
-    exp = S.load("quickstart", ["network.delay.model='exponential'", "network.delay.mean=2"]).network["delay"]
+    sends = "protocol.name='dubey2020a-private'"  # ucb1 sends nothing and refuses delays
+    assert dict(S.load("quickstart", [sends, "network.delay.value=3"]).network["delay"]) == {"model": "constant",
+                                                                                              "value": 3.0}
+    exp = S.load("quickstart", [sends, "network.delay.model='exponential'", "network.delay.mean=2"]).network["delay"]
     assert dict(exp) == {"model": "exponential", "mean": 2.0}
-    server = S.load("quickstart", ["network.servers=1", "network.server_delay.value=5"]).network["server_delay"]
+    server = S.load("quickstart", ["protocol.name='cdp-mab'", "network.servers=1", "network.server_delay.value=5"])
+    server = server.network["server_delay"]
     assert dict(server) == {"model": "constant", "value": 5.0}
 
 

@@ -38,7 +38,8 @@ def test_li2022_slot_longer_than_the_horizon_is_refused(capsys, tmp_path, name):
 
 
 def _er_document(seed: int, trials: int) -> dict:
-    return scenario_dict(network={"topology": "erdos_renyi", "agents": 6, "p": 0.5},
+    return scenario_dict(protocol={"name": "dubey2020a-private"},  # a protocol that sends: links act on it
+                         network={"topology": "erdos_renyi", "agents": 6, "p": 0.5},
                          faults={"links": [{"u": 0, "v": 1, "start": 1.0, "end": 2.0}]},
                          run={"horizon": 20, "trials": trials, "seed": seed, "checkpoints": 2})
 

@@ -24,10 +24,12 @@ ZERO = {"model": "constant", "value": 0.0}
 def scenario(protocol, *, agents=6, topology="complete", servers=None, bandit=None, horizon=20000.0, seed=1,
              network=None, checkpoints=10, faults=None, **params):
     servers = {"cdp-mab": 1, "hdp-mab": 1, "ddp-mab": 0}[protocol] if servers is None else servers
-    net = {"agents": agents, "topology": topology, "servers": servers, "delay": PAPER_DELAY}
-    if servers:
-        net["server_delay"] = ZERO
+    net = {"agents": agents, "topology": topology, "servers": servers, "delay": PAPER_DELAY, "server_delay": ZERO}
     net.update(network or {})
+    if not servers:  # no server: no server links to delay
+        net.pop("server_delay")
+    elif protocol == "cdp-mab":  # agents talk only to the server: server_delay is the one delay that acts
+        net.pop("delay")
     doc = {"name": "t", "bandit": bandit or {"kind": "bernoulli", "arms": 6, "means": "uniform"},
            "network": net, "protocol": {"name": protocol, **params},
            "run": {"horizon": horizon, "seed": seed, "checkpoints": checkpoints}}

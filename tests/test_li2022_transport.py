@@ -10,6 +10,7 @@ import math
 import pytest
 
 from netsim import scenario as S
+from netsim.registry import protocols
 from netsim.sim import Simulation
 from netsim.streams import trial_sequence
 
@@ -24,7 +25,13 @@ SLOW = {"model": "lognormal", "mean": 20.0, "sigma": 1.0}
 
 def build(protocol: str, **sets) -> S.Scenario:
     base, overrides = BASES[protocol]
-    return S.load(base).with_(**{**overrides, **sets})
+    sets = {**overrides, **sets}
+    kind = protocols.get(protocol, key="protocol.name")
+    if not kind.servers:  # no server links to delay
+        sets.pop("network.server_delay", None)
+    elif not kind.agent_links:  # agents talk only to the server: server_delay is the one delay that acts
+        sets.pop("network.delay", None)
+    return S.load(base).with_(**sets)
 
 
 def run(sc: S.Scenario, trial: int = 0) -> tuple[Simulation, dict]:

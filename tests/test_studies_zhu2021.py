@@ -105,8 +105,8 @@ def test_tradeoff_plans_at_both_scales(name, scale):
     # the two baselines send nothing: they run once (grid = false), drawn as references
     assert len(plan.points) == 2 * len(values) + 2
     protocols = {p.variant: p.scenario.protocol for p in plan.points}
-    assert {v: p["name"] for v, p in protocols.items()} == {
-        "Gossip_UCB": "gossip-ucb", "Fed_UCB eps=10": "fed-ucb", "UCB1 (isolated)": "ucb1", "central UCB": "central-ucb"}
+    assert {v: p["name"] for v, p in protocols.items()} == {"Gossip_UCB": "gossip-ucb", "Fed_UCB eps=10": "fed-ucb",
+                                                            "UCB1 (isolated)": "ucb1", "central UCB": "central-ucb"}
     assert protocols["Gossip_UCB"]["mode"] == protocols["Fed_UCB eps=10"]["mode"] == "realistic"
     for point in plan.points:
         sc = point.scenario

@@ -59,8 +59,10 @@ def test_gis_payloads_in_json_lines_are_lists(gis):
     lines = T.to_json_lines(events).decode().splitlines()
     parsed = [json.loads(line, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}")) for line in lines]
     adv = next(e for e in parsed if e["kind"] == "gis-adv")
-    # GIS ADV carries (round, arms): li2022 Alg. 2 advertises the sender's round and its active arm set
-    assert isinstance(adv["payload"], list) and adv["payload"][0] == 1 and isinstance(adv["payload"][1], list)
+    # a GIS ADV carries (tag, keys, number, repeated): the exchange epoch, the advertised record ids as a bit
+    # set, the transmission's number and whether it repeats one (netsim.handshake)
+    tag, keys, number, repeated = adv["payload"]
+    assert adv["payload"] == [1, keys, 0, False] and isinstance(keys, int) and keys > 0
     # one id per message: each delivery answers exactly one earlier send of the same message
     sends = {e["message"]: e for e in parsed if e["event"] == "send"}
     assert len(sends) == sum(e["event"] == "send" for e in parsed)

@@ -304,7 +304,7 @@ def test_can_lose_names_what_loses_messages():
     from netsim.transport import can_lose
 
     def scenario(network=None, faults=None):
-        doc = scenario_dict(protocol={"name": "ucb1"}, network={"agents": 3, **(network or {})})
+        doc = scenario_dict(protocol={"name": "dubey2020a-private"}, network={"agents": 3, **(network or {})})
         if faults:
             doc["faults"] = faults
         return S.from_dict(doc)

@@ -295,7 +295,7 @@ def test_realistic_mode_with_unit_delay_reproduces_eq1():
     ({"protocol": {"name": "gossip-ucb", "gossip_rate": 0.0}}, "protocol.gossip_rate"),
     ({"protocol": {"name": "gossip-ucb", "gossip_rate": 2.0}}, "protocol.gossip_rate"),      # paper mode: inert
     ({"protocol": {"name": "fed-ucb", "rto_max": 30.0}}, "protocol.rto_max"),               # paper mode: inert
-    ({"protocol": {"name": "gossip-ucb", "mode": "realistic", "rto_min": 5.0}}, "protocol.rto_initial"),
+    ({"protocol": {"name": "gossip-ucb", "mode": "realistic", "rto_min": 5.0}}, "protocol.rto_min"),  # > rto_initial
     ({"clock": {"jitter": 0.2}}, "clock.jitter"),
     ({"network": {"topology": "complete", "agents": 4, "components": 2}}, "network.components"),
 ])

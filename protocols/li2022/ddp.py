@@ -21,6 +21,7 @@ class DDPMAB(Elimination):
     """Alg. 3 with the GIS protocol (Alg. 2)."""
 
     name = "ddp-mab"
+    relays = True  # GIS floods every agent's record: agents forward records others created
     description = "decentralized private elimination with GIS ADV/REQ/DATA flooding (li2022 Alg. 2-3)"
     servers = 0
     corruptible = ("gis-data",)  # a DATA carries records (ybar_j, n_j)

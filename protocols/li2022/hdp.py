@@ -23,6 +23,7 @@ class HDPMAB(Elimination):
     """Alg. 5 with sink agents (Alg. 4) and SAC collection inside components."""
 
     name = "hdp-mab"
+    relays = True  # SAC tree hops forward the records of the agents below
     columns = {**Elimination.columns,
                "sink_t_delay": P.column("sink collection time", "slots",
                                         doc="mean slots the sinks took to collect their component")}
