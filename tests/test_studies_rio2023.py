@@ -40,6 +40,14 @@ STUDIES = {
                               "network.loss", [0.0, 0.1, 0.2, 0.3]),
 }
 PROTOCOLS = {"mase", "dp-mase", "corrupted-elimination", "feraud2019", "central-se", "independent-se"}
+# variants that send nothing run once (grid = false) and are drawn as references across x
+REFERENCES = {"tradeoff-rio2023-delay": {"INDEPENDENT"}, "tradeoff-rio2023-loss": {"INDEPENDENT"}}
+
+
+def units(name: str) -> int:
+    """Points of a study's plan: every grid value for each variant, one for each reference."""
+    variants, _, values = STUDIES[name]
+    return sum(1 if v in REFERENCES.get(name, ()) else len(values) for v in variants)
 
 
 # ---------------------------------------------------------------------- planning (nothing runs)
@@ -51,7 +59,7 @@ def test_plans_at_both_scales(name, scale):
     assert [v.name for v in study.variants] == variants
     assert study.grid == {key: tuple(values)}
     plan = studies.plan(study, scale)
-    assert len(plan.points) == len(variants) * len(values)
+    assert len(plan.points) == units(name)
     if scale == "paper":
         assert plan.trials == 10                           # "each data point is an average over 10 runs"
     for point in plan.points:
@@ -66,7 +74,8 @@ def test_plans_at_both_scales(name, scale):
             assert list(sc.bandit["means"]) == PROBLEM1
         else:                                               # Problem 2
             assert list(sc.bandit["means"]) == [11.0, 10.8] + [10.4] * 8
-        assert point.params[key] == point.assignments[key]
+        if point.variant not in REFERENCES.get(name, ()):
+            assert point.params[key] == point.assignments[key]
 
 
 def test_paper_scale_settings_of_each_figure():
@@ -88,7 +97,7 @@ def test_paper_scale_settings_of_each_figure():
     fig2 = studies.plan(studies.load("rio2023-fig2"), "paper")
     assert {p.scenario.protocol["name"] for p in fig2.points} == {"feraud2019"}
     delay = studies.plan(studies.load("tradeoff-rio2023-delay"), "paper")
-    assert {p.scenario.network["delay"]["model"] for p in delay.points} == {"exponential"}
+    assert {p.scenario.network["delay"]["model"] for p in delay.points if p.variant != "INDEPENDENT"} == {"exponential"}
     assert {p.scenario.protocol["name"] for p in delay.points} == PROTOCOLS
 
 
@@ -130,7 +139,7 @@ def test_every_trial_ends_with_one_arm(quick, name):
     _, results, _ = quick(name)
     trials = results.trials
     variants, key, values = STUDIES[name]
-    assert len(trials) == len(variants) * len(values) * TRIALS
+    assert len(trials) == units(name) * TRIALS
     assert set(trials["status"]) == {"ok"}
     assert trials["sample_complexity"].notna().all()
 
@@ -218,13 +227,16 @@ def test_tradeoff_figures(quick, name):
         data = figure_data(figure, tables)
         if figure.kind == "final":
             assert figure.x == key
-            drawn = list(figure.variants) or variants
+            shown = list(figure.variants) or variants
+            drawn = [v for v in shown if v not in REFERENCES[name]]
             for metric in figure.metrics:
                 panel = data[data["facet"] == metric] if figure.panels else data
-                check_curves(panel, drawn, values)
+                reference = panel[panel["hue"].isin(REFERENCES[name])]
+                assert len(reference) == len(set(shown) & REFERENCES[name]) and reference["x"].isna().all()
+                check_curves(panel[~panel["hue"].isin(REFERENCES[name])], drawn, values)
             continue
         assert (figure.x, figure.y) == ("comm_cost", "sample_complexity")
-        assert len(data) == len(variants) * len(values)
+        assert len(data) == units(name)
         assert sorted(data["hue"].unique()) == sorted(variants)
         for axis in ("x_", "y_"):
             assert np.isfinite(data[f"{axis}mean"]).all()

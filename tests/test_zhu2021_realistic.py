@@ -207,7 +207,7 @@ def ring_run(name: str, agents: int, law: str, loss: float, seed: int, duplicati
     protocol = {"name": name} if name == "ucb1" else {"name": name, "mode": "realistic",
                                                       **({"epsilon": math.inf} if name == "fed-ucb" else {})}
     sc = scenario(protocol, agents=agents, topology="ring", horizon=LOSS_HORIZON, seed=seed, bandit=ring(agents),
-                  network={"delay": LOSS_LAWS[law], "loss": loss},
+                  network={} if name == "ucb1" else {"delay": LOSS_LAWS[law], "loss": loss},  # ucb1 sends nothing
                   **({"faults": {"duplication": duplication}} if duplication else {}))
     return Simulation(sc, trial_sequence(seed, 0)).run()
 
