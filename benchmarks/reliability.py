@@ -110,7 +110,16 @@ FAULTS: dict[str, Callable[[float, S.Scenario], list[str] | None]] = {
 
 
 def _delay(law: str) -> Callable[[float, S.Scenario], list[str]]:
-    return lambda span, plain: [f"network.delay={law}", f"network.server_delay={law}"]
+    """Every per-hop delay drawn from ``law``: the delay keys that act on the scenario's links (no server:
+    no server_delay; agents that talk only to a server: server_delay alone)."""
+
+    def sets(span: float, plain: S.Scenario) -> list[str]:
+        kind = protocols.get(plain.protocol["name"], key="protocol.name")
+        keys = (["network.delay"] if kind.agent_links else []) + (["network.server_delay"] if plain.network["servers"]
+                                                                   else [])
+        return [f"{key}={law}" for key in keys]
+
+    return sets
 
 
 # Delay columns: every per-hop delay (agent-agent and server-agent) drawn from one law, in slots.
