@@ -26,7 +26,8 @@ from protocols.feducb.linucb import (
 BASE = {
     "name": "t",
     "bandit": {"kind": "linear", "dimension": 3, "arms": 9, "contexts": "gapped", "noise": "bernoulli"},
-    "network": {"topology": "complete", "agents": 4, "servers": 1, "delay": {"model": "constant", "value": 0.0}},
+    # FedUCB talks only to its server: server_delay is the one delay that acts (0: the paper's instant sync)
+    "network": {"topology": "complete", "agents": 4, "servers": 1, "server_delay": {"model": "constant", "value": 0.0}},
     "protocol": {"name": "feducb", "epsilon": math.inf, "communication": "mt"},
     "run": {"horizon": 60, "trials": 1, "seed": 7, "checkpoints": 5},
 }

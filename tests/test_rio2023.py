@@ -30,7 +30,8 @@ def scenario(protocol: str, *, agents: int = 4, means=None, kind: str = "bernoul
         "name": "rio2023-test",
         "bandit": bandit,
         "network": {"topology": "ring", "agents": agents, "servers": 1,
-                    "delay": {"model": "constant", "value": delay}},
+                    # independent-se sends nothing: no delay to give it
+                    **({} if protocol == "independent-se" else {"delay": {"model": "constant", "value": delay}})},
         "protocol": {"name": protocol, **params},
         "run": {"horizon": 1e12, "seed": 1, "checkpoints": 1},
     })
