@@ -6,7 +6,8 @@ of 10^12 slots, a clock period of 10^-300, fault or gossip rates of 10^300, a Fe
 
 * **events**: what the protocol does per unit of simulated time (:meth:`netsim.protocol.Protocol.work`;
   by default every agent acts, and every link may carry a message, at every slot: ``slots x (agents
-  + links)``, ``slots = horizon / clock.period``), plus the fault processes (crashes and restarts of
+  + links)``, ``slots = horizon / clock.period``; for a protocol whose agents talk only to servers,
+  ``Protocol.agent_links = False``, the server links alone), plus the fault processes (crashes and restarts of
   every node, outages of every link, at their rates over the horizon);
 * **memory**: the bandit's per-agent arrays (``agents x arms``), the graph (about
   :data:`BYTES_PER_LINK` per link) and what the protocol keeps (its ``work``: FedUCB's ``d x d``
@@ -82,7 +83,9 @@ def estimate(scenario: Scenario, protocol_cls: Any) -> Estimate:
     slots = horizon / scenario.clock["period"]
     edges = links(scenario)
     nodes = network["agents"] + network["servers"]
-    events, memory = protocol_cls.work(scenario, slots=slots, links=edges)
+    # a protocol whose agents talk only to servers (agent_links = False) sends on server links alone
+    carrying = edges if protocol_cls.agent_links else network["servers"] * network["agents"]
+    events, memory = protocol_cls.work(scenario, slots=slots, links=carrying)
     faults = scenario.faults
     if F.kinds(faults):
         events += (faults["crash_rate"] + faults["restart_rate"]) * horizon * nodes

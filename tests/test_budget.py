@@ -130,3 +130,11 @@ def test_the_extremes_a_field_accepts_run(tmp_path, overrides):
             "--trials", "1", "--out", str(tmp_path / "o")]
     assert main(argv) == 0
     assert math.isfinite(float((tmp_path / "o" / "trials.csv").read_text().splitlines()[1].split(",")[7]))
+
+
+def test_a_star_protocol_is_estimated_on_its_server_links():
+    """cdp-mab's agents talk only to the server (agent_links = False): 800 agents on the complete graph
+    (319,600 agent links, unused) cost 1e5 slots x (800 agents + 800 server links), not x 320,400 links."""
+    sc = S.load("li2022-fig4-eps1", ["network.agents=800"])
+    work = budget.estimate(sc, protocols.get("cdp-mab", key="protocol.name"))
+    assert work.links == 800 * 799 / 2 + 800 and work.events == 1e5 * (800 + 800)
