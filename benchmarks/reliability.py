@@ -114,9 +114,10 @@ def _delay(law: str) -> Callable[[float, S.Scenario], list[str]]:
     no server_delay; agents that talk only to a server: server_delay alone)."""
 
     def sets(span: float, plain: S.Scenario) -> list[str]:
-        kind = protocols.get(plain.protocol["name"], key="protocol.name")
-        keys = (["network.delay"] if kind.agent_links else []) + (["network.server_delay"] if plain.network["servers"]
-                                                                   else [])
+        if not protocols.get(plain.protocol["name"], key="protocol.name").agent_links:  # a star: the one delay it has
+            keys = ["network.server_delay" if plain.network["server_delay"] is not None else "network.delay"]
+        else:
+            keys = ["network.delay"] + (["network.server_delay"] if plain.network["servers"] else [])
         return [f"{key}={law}" for key in keys]
 
     return sets

@@ -8,7 +8,8 @@ of 10^12 slots, a clock period of 10^-300, fault or gossip rates of 10^300, a Fe
   by default every agent acts, and every link may carry a message, at every slot: ``slots x (agents
   + links)``, ``slots = horizon / clock.period``; for a protocol whose agents talk only to servers,
   ``Protocol.agent_links = False``, the server links alone), plus the fault processes (crashes and restarts of
-  every node, outages of every link, at their rates over the horizon);
+  every node, outages of every link, at their rates over the horizon, or over ``Protocol.span`` for
+  a run that ends by itself, such as rio2023's identification runs);
 * **memory**: the bandit's per-agent arrays (``agents x arms``), the graph (about
   :data:`BYTES_PER_LINK` per link) and what the protocol keeps (its ``work``: FedUCB's ``d x d``
   statistics per learner).
@@ -88,8 +89,9 @@ def estimate(scenario: Scenario, protocol_cls: Any) -> Estimate:
     events, memory = protocol_cls.work(scenario, slots=slots, links=carrying)
     faults = scenario.faults
     if F.kinds(faults):
-        events += (faults["crash_rate"] + faults["restart_rate"]) * horizon * nodes
-        events += 2 * faults["link_down_rate"] * horizon * edges
+        span = min(horizon, protocol_cls.span(scenario))  # a run that ends by itself stops its faults too
+        events += (faults["crash_rate"] + faults["restart_rate"]) * span * nodes
+        events += 2 * faults["link_down_rate"] * span * edges
         events += 2 * (len(faults["links"]) + len(faults["crashes"]))
     arms, dimension = scenario.bandit.get("arms", 0), scenario.bandit.get("dimension", 1)
     memory += 8 * 8 * network["agents"] * (arms if isinstance(arms, int) else 0) * dimension

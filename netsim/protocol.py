@@ -107,6 +107,12 @@ class Protocol:
         """
         return slots * (scenario.network["agents"] + links), 0.0
 
+    @classmethod
+    def span(cls, scenario: Scenario) -> float:
+        """Simulated time a trial of ``scenario`` lasts, for :mod:`netsim.budget`'s fault processes: the horizon,
+        unless the algorithm ends by itself long before it (an identification run) and says so here."""
+        return scenario.run["horizon"]
+
     def start(self) -> None:
         """Subscribe to messages and schedule clocks; called once at time 0."""
         raise NotImplementedError

@@ -138,3 +138,14 @@ def test_a_star_protocol_is_estimated_on_its_server_links():
     sc = S.load("li2022-fig4-eps1", ["network.agents=800"])
     work = budget.estimate(sc, protocols.get("cdp-mab", key="protocol.name"))
     assert work.links == 800 * 799 / 2 + 800 and work.events == 1e5 * (800 + 800)
+
+
+def test_faults_of_a_run_that_ends_by_itself_are_counted_over_its_span():
+    """rio2023 ends when one arm is left, long before its bundled horizon of 1e12 (Protocol.span): link outages
+    at rate 0.02 are counted over that span (about 1.6e7 events), not over 1e12 slots (1.3e12), and load."""
+    sc = S.load("rio2023-fig1-left-eps0.1", ["faults.link_down_rate=0.02", "faults.link_up_rate=0.2"])
+    kind = protocols.get("dp-mase", key="protocol.name")
+    span = kind.span(sc)
+    assert 1e3 < span < 1e7
+    plain = budget.estimate(S.load("rio2023-fig1-left-eps0.1"), kind).events
+    assert budget.estimate(sc, kind).events == pytest.approx(plain + 2 * 0.02 * span * 512)

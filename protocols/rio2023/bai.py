@@ -135,26 +135,44 @@ class MultiAgentBAI(Protocol):
     @classmethod
     def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
         """Events and memory of a trial (netsim.budget). The run ends when one arm is left, long before the
-        bundled horizon of 1e12: an agent needs about t* steps, the first t with 2 alpha(t) below the gap of the
-        two best global means (Sec. 4.1; failure delta / N, a DP term for DP-MASE). Events mode: a few events
-        and the reward paths (K numbers per step) per agent; rounds mode: one round per step of each agent.
-        Without explicit means, or with the two best equal (elimination never separates them), the horizon
-        bounds the run: one event per round (rounds mode) or per agent and slot."""
+        bundled horizon of 1e12 (:meth:`steps`). Events mode: a few events and the reward paths (K numbers
+        per step) per agent; rounds mode: one round per step of each agent. Without explicit means, or with
+        the two best equal (elimination never separates them), the horizon bounds the run: one event per
+        round (rounds mode) or per agent and slot."""
+        N, K = scenario.network["agents"], scenario.bandit.get("arms", 2)
+        found = cls.steps(scenario)
+        if found is None:
+            return slots * (N + links), 8.0 * N * K * 256
+        elimination, steps = found
+        paths = 8.0 * N * K * elimination  # successive elimination's reward paths (DP-MASE keeps less)
+        if scenario.protocol["simulation"] == "rounds":
+            return min(N * steps, slots) + 4.0 * N * K, 16.0 * N * K
+        return 8.0 * N * K * math.log2(steps + 2.0), paths
+
+    @classmethod
+    def steps(cls, scenario: Any) -> tuple[float, float] | None:
+        """About how many steps an agent takes before one arm is left: successive elimination's, the first t
+        (to a power of 2) with 2 alpha(t) below the gap of the two best global means (Sec. 4.1; failure
+        delta / N), and the run's, that times 1 + 1 / (epsilon gap) for DP-MASE's noise; None when no gap
+        is known (the horizon bounds the run)."""
         means = scenario.bandit.get("means")
         N, K = scenario.network["agents"], scenario.bandit.get("arms", 2)
         top = sorted(means, reverse=True)[:2] if isinstance(means, (list, tuple)) and len(means) > 1 else None
         gap = top[0] - top[1] if top else 0.0
         if not gap > 0.0:
-            return slots * (N + links), 8.0 * N * K * 256
+            return None
         steps = 2.0
         while 2.0 * se_radius(steps, K, scenario.protocol["delta"] / N) > gap and steps < 1e15:
             steps *= 2.0
-        paths = 8.0 * N * K * steps  # successive elimination's reward paths (DP-MASE keeps less)
         epsilon = scenario.protocol.get("epsilon", math.inf)
-        steps *= 1.0 + (0.0 if math.isinf(epsilon) else 1.0 / (epsilon * gap))
-        if scenario.protocol["simulation"] == "rounds":
-            return min(N * steps, slots) + 4.0 * N * K, 16.0 * N * K
-        return 8.0 * N * K * math.log2(steps + 2.0), paths
+        return steps, steps * (1.0 + (0.0 if math.isinf(epsilon) else 1.0 / (epsilon * gap)))
+
+    @classmethod
+    def span(cls, scenario: Any) -> float:
+        """The run ends when one arm is left: about :meth:`steps` clock periods (netsim.budget), with a margin."""
+        found = cls.steps(scenario)
+        horizon = scenario.run["horizon"]
+        return horizon if found is None else min(horizon, 4.0 * found[1] * scenario.clock["period"])
 
     # ---------------------------------------------------------------- per-protocol hooks
     def local_failure(self) -> float:
