@@ -51,8 +51,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from netsim.corruption import Lie
 from netsim.handshake import Handshake, bits, ids
@@ -80,7 +78,7 @@ class Flood:
                                    timer=timer, up=up)
         self.data_kind = self.handshake.kinds[2]
         self._neighbors = [network.agent_neighbors(i) for i in range(m)]
-        self._adjacency: csr_matrix | None = None
+        self._adjacency: Any = None  # scipy.sparse.csr_matrix, built on first need
         self.on_complete = on_complete
         self.on_group = on_group
         self.active = False
@@ -310,6 +308,9 @@ class Flood:
         up = np.flatnonzero(self.up)
         if not len(up):
             return
+        from scipy.sparse import csr_matrix  # imported on first use (start-up time)
+        from scipy.sparse.csgraph import connected_components
+
         if self._adjacency is None:
             rows = [i for i in range(m) for _ in self._neighbors[i]]
             cols = [j for i in range(m) for j in self._neighbors[i]]
