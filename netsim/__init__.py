@@ -30,7 +30,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from netsim.engine import __version__
 
 # public name -> module defining it, imported on first use (PEP 562)
 _LAZY = {

@@ -20,30 +20,27 @@ mapping of dotted keys to Python values, or ``KEY=VALUE`` strings read like ``--
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netsim import runner
 from netsim.errors import InputError
+from netsim.results import stamp
 from netsim.scenario import Overrides, Scenario, plain_value
 from netsim.scenario import load as load_scenario
 
 if TYPE_CHECKING:
     from netsim.resultset import Results
+    from netsim.studies.plan import StudyPlan
     from netsim.sweeps import Plan
 
 ScenarioLike = str | Path | Scenario | None
 #: A sweep grid: dotted key → values, or ``KEY=V1,V2,...`` strings as ``--grid`` takes them.
 Grid = Mapping[str, Sequence[Any]] | Sequence[str]
-
-
-def stamp() -> str:
-    """The local time, as ``meta.json`` records ``started`` and ``finished``."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
 def prepare(scenario: ScenarioLike = None, *, set: Overrides | None = None, trials: int | None = None,
@@ -217,8 +214,8 @@ def study(name: str | Path | None = None, *, scale: str = "quick", trials: int |
     with _executor(executor, jobs, scheduler, scheduler_timeout) as pool:
         if out is None:
             with tempfile.TemporaryDirectory(prefix="netsim-study-") as folder:
-                return studies.run(plan_, Path(folder), executor=pool, progress=progress, started=started)
-        return studies.run(plan_, Path(out), executor=pool, progress=progress, started=started)
+                return run_study(plan_, Path(folder), executor=pool, progress=progress, started=started)
+        return run_study(plan_, Path(out), executor=pool, progress=progress, started=started)
 
 
 def _toml(value: Any, where: str) -> str:
@@ -254,3 +251,30 @@ def _grid_options(grid: Grid) -> list[str]:
             raise InputError(f"grid {key!r}: got {grid[key]!r}; accepted: a non-empty list of values")
         options.append(f"{key}=" + ",".join(_toml(value, f"grid {key!r}") for value in values))
     return options
+
+
+def run_study(plan_: StudyPlan, out: Path, *, executor: runner.Executor, progress: bool | None = None,
+              started: str = "", argv: list[str] | None = None) -> Results:
+    """Run the units of ``plan_`` missing from ``out/units``; return the study's :class:`~netsim.Results`."""
+    from netsim import results as R
+    from netsim import sweeps as W
+    from netsim.resultset import Results
+    from netsim.studies.tables import tables
+    from netsim.sweeps.store import plain_default
+
+    outcome = W.run(plan_, out, executor=executor, progress=progress)
+    frames = tables(plan_, outcome.results)
+    meta: dict[str, Any] = {
+        "study": plan_.describe(), "study_text": plan_.study.text,
+        "points": [{"point": p.index, "variant": p.variant, "scenario": p.scenario.name,
+                    "protocol": p.scenario.protocol["name"], **p.params, "seed_key": list(p.key),
+                    "resolved": p.scenario.as_dict()}
+                   for p in plan_.points],
+        "units": outcome.total, "units_reused": outcome.reused, "units_run": outcome.ran,
+        "executor": executor.name, "versions": R.versions(), "git_revision": R.git_revision(),
+        "command": list(argv if argv is not None else sys.argv), "started": started, "finished": stamp(),
+    }
+    meta = json.loads(json.dumps(meta, default=plain_default))
+    return Results.from_tables("study", {"trials": frames["study"], "agents": frames["study_agents"],
+                                         "timeseries": frames["study_timeseries"]}, meta,
+                               params=plan_.study.parameters())

@@ -24,14 +24,12 @@ run at its paper scale (``tests/test_budget.py`` checks each).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from netsim import faults as F
 from netsim.errors import InputError
-
-if TYPE_CHECKING:
-    from netsim.scenario import Scenario
 
 #: default ``run.max_events``: estimated events of one trial
 MAX_EVENTS = 1e10
@@ -67,9 +65,8 @@ def _bytes(value: float) -> str:
     return f"{value:.0f} bytes"
 
 
-def links(scenario: Scenario) -> float:
+def links(scenario: Any) -> float:
     """Expected links of the scenario's graph: agent-agent links of every component, then server links."""
-    from netsim.scenario import component_sizes
     from netsim.topology import expected_links
 
     network = scenario.network
@@ -77,7 +74,7 @@ def links(scenario: Scenario) -> float:
     return agent_links + network["servers"] * network["agents"]
 
 
-def estimate(scenario: Scenario, protocol_cls: Any) -> Estimate:
+def estimate(scenario: Any, protocol_cls: Any) -> Estimate:
     """The work of one trial of ``scenario`` run by ``protocol_cls`` (see the module docstring)."""
     network, run = scenario.network, scenario.run
     horizon = run["horizon"]
@@ -99,7 +96,7 @@ def estimate(scenario: Scenario, protocol_cls: Any) -> Estimate:
     return Estimate(float(events), float(memory), float(slots), float(edges))
 
 
-def check(scenario: Scenario, protocol_cls: Any, source: str | None = None) -> Estimate:
+def check(scenario: Any, protocol_cls: Any, source: str | None = None) -> Estimate:
     """Refuse ``scenario`` when its estimate is above its limits; return the estimate."""
     work = estimate(scenario, protocol_cls)
     limits = (("events", work.events, scenario.run["max_events"], "run.max_events", "a shorter run.horizon, a "
@@ -115,7 +112,7 @@ def check(scenario: Scenario, protocol_cls: Any, source: str | None = None) -> E
     return work
 
 
-def check_graphs(scenario: Scenario, source: str | None = None) -> None:
+def check_graphs(scenario: Any, source: str | None = None) -> None:
     """Refuse a random topology whose every trial's graph would take too long to check when the scenario loads."""
     work = scenario.run["trials"] * (links(scenario) + scenario.network["agents"])
     if work > MAX_GRAPH_CHECKS:
@@ -123,3 +120,13 @@ def check_graphs(scenario: Scenario, source: str | None = None) -> None:
                          f"{scenario.run['trials']:,} trials when the scenario loads: about {work:,.0f} nodes and "
                          f"links; accepted: at most {MAX_GRAPH_CHECKS:,} (fewer trials or agents, or a fixed "
                          "topology)", source=source, key="run.trials")
+
+
+def component_sizes(network: Mapping[str, Any]) -> tuple[int, ...]:
+    """Agents per component: ``components`` near-equal parts of ``agents`` (the first ones one larger),
+    or the listed sizes."""
+    components, agents = network["components"], network["agents"]
+    if isinstance(components, int):
+        base, extra = divmod(agents, components)
+        return tuple(base + (1 if i < extra else 0) for i in range(components))
+    return tuple(components)

@@ -106,8 +106,10 @@ def scenario_entries() -> list[Entry]:
     """Every dotted scenario key, in the order ``netsim show`` prints the sections."""
     from netsim import faults as F
     from netsim import scenario as S
+    from netsim.bandits import bandits
     from netsim.distributions import DELAY_MODELS, REPORT_MODELS
-    from netsim.registry import bandits, protocols, topologies
+    from netsim.registry import protocols
+    from netsim.topology import topologies
 
     out = [e for e in _section("", S.TOP) if not isinstance(S.TOP[e.key].default, dict)
            and e.key not in ("bandit", "network", "protocol")]

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from netsim import __version__
+from netsim.engine import __version__
 from netsim.errors import InputError
 
 # Trials are single-threaded; parallelism comes from --jobs / executors. Multi-threaded BLAS on
@@ -360,7 +360,7 @@ def cmd_study(args: argparse.Namespace) -> int:
             print(f"netsim: study {study.name} at {args.scale} scale: {len(study.variants)} variant(s), "
                   f"{len(plan.points)} point(s) x {plan.trials} trial(s) = {len(units)} unit(s), executor "
                   f"{executor.name}, store {out / 'units'}", file=sys.stderr)
-            results = studies.run(plan, out, executor=executor, progress=None if not args.quiet else False,
+            results = api.run_study(plan, out, executor=executor, progress=None if not args.quiet else False,
                                   started=started, argv=["netsim", *sys.argv[1:]])
     except KeyboardInterrupt:
         store = W.UnitStore(out / "units")
@@ -406,6 +406,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     from netsim import registry
     from netsim import scenario as S
+    from netsim.bandits import bandits
+    from netsim.topology import topologies
 
     print("scenarios:")
     for name, path in S.bundled().items():
@@ -416,8 +418,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name, path in studies.bundled().items():
         print(f"  {name:32s} {_described(path, 'title', 'description')}")
     # a plug-in's class may lack a description: it is listed without one
-    for title, registered in (("protocols", registry.protocols), ("bandit kinds", registry.bandits),
-                              ("topologies", registry.topologies)):
+    for title, registered in (("protocols", registry.protocols), ("bandit kinds", bandits),
+                              ("topologies", topologies)):
         print(f"\n{title}:")
         for name, item in registered.items():
             print(f"  {name:32s} {getattr(item, 'description', '') or ''}")
@@ -528,6 +530,7 @@ def _id_list(text: str | None, flag: str) -> list[int] | None:
 def cmd_trace(args: argparse.Namespace) -> int:
     from netsim import scenario as S
     from netsim import trace as T
+    from netsim import viewer as V
 
     start = 0.0 if args.start is None else args.start
     if not (math.isfinite(start) and start >= 0):
@@ -548,7 +551,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
     events, sim = T.record(scenario, start=start, until=args.until, agents=agents, kinds=kinds)
     for path in outs:
-        write_trace(path, T.render(path.suffix.lower(), events, sim, title=scenario.name, start=start))
+        write_trace(path, V.render(path.suffix.lower(), events, sim, title=scenario.name, start=start))
     fates = {fate: sum(1 for e in events if e["event"] == fate) for fate in ("send", "deliver", "drop", "corrupt")}
     print(", ".join(f"{n} {fate}" for fate, n in fates.items()) + f"; wrote {', '.join(map(str, outs))}")
     from netsim.viewer import LARGE

@@ -2,7 +2,9 @@
 
 The engine never imports an algorithm. Plug-ins register themselves when they are imported
 (``@register_protocol`` and the ``register`` decorators below); they are found in three places,
-all loaded by :func:`load_plugins` the first time a registry is consulted:
+all loaded by :func:`load_plugins` the first time a registry is consulted (the built-in bandit
+kinds and topologies are registered by the modules that hold their tables,
+:data:`netsim.bandits.bandits` and :data:`netsim.topology.topologies`):
 
 1. the ``netsim.plugins`` entry-point group (the bundled ``protocols`` package announces itself
    there in ``setup.cfg``; an installed package can do the same);
@@ -35,6 +37,8 @@ from netsim.errors import InputError
 
 T = TypeVar("T")
 
+_REGISTRIES: list[Registry] = []  # every table, for the undo of a failed plug-in file
+
 ENTRY_POINT_GROUP = "netsim.plugins"
 SCENARIO_GROUP = "netsim.scenarios"
 PLUGINS_ENV = "NETSIM_PLUGINS"
@@ -57,6 +61,7 @@ class Registry:
         self.what = what
         self.hint = hint
         self._items: dict[str, Any] = {}
+        _REGISTRIES.append(self)
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator: make the decorated object available as ``name`` (a name is taken once)."""
@@ -94,24 +99,19 @@ class Registry:
 
 
 protocols = Registry("protocol", hint=PLUGIN_HINT)
-bandits = Registry("bandit kind", hint=PLUGIN_HINT)
-topologies = Registry("topology", hint=PLUGIN_HINT)
 # privacy-audit targets (name -> object with the audit interface); filled by protocol packages
 audit_targets = Registry("audit target")
-_REGISTRIES = (protocols, bandits, topologies, audit_targets)
 
 _loaded = False
 _files: dict[str, ModuleType] = {}  # resolved path of each plug-in file loaded -> its module
 
 
 def load_plugins() -> None:
-    """Import the built-in kinds, the entry-point plug-ins and the ``NETSIM_PLUGINS`` files (once)."""
+    """Import the entry-point plug-ins and the ``NETSIM_PLUGINS`` files (once)."""
     global _loaded
     if _loaded:
         return
     _loaded = True
-    importlib.import_module("netsim.bandits")
-    importlib.import_module("netsim.topology")
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         importlib.import_module(ep.value)
     for path in env_plugin_paths():

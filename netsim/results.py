@@ -15,6 +15,7 @@ import json
 import platform
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -194,3 +195,20 @@ def status_line(frame: pd.DataFrame) -> str:
         shown = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
         text += f"; not ok: {shown}"
     return text
+
+
+def stamp() -> str:
+    """The local time, as ``meta.json`` records ``started`` and ``finished``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def read_meta(folder: Path) -> dict[str, Any]:
+    """``folder/meta.json`` as a dict (a file that is not a JSON object is one InputError naming it)."""
+    path = folder / "meta.json"
+    try:
+        meta = json.loads(files.read_text(path, what="results file", limit=files.MAX_DATA))
+    except (json.JSONDecodeError, RecursionError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise InputError(f"results file {str(path)!r} is not a JSON object; accepted: the meta.json netsim wrote")
+    return meta

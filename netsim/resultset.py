@@ -29,7 +29,6 @@ takes back from the trials table (they are constant per trial, or per point of a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +39,7 @@ import pandas as pd
 from netsim import files
 from netsim import results as R
 from netsim.errors import InputError
+from netsim.results import read_meta
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -77,18 +77,6 @@ def column_name(key: str) -> str:
 
 class FiguresInterrupted(KeyboardInterrupt):
     """Ctrl-C while the figures were drawn: the tables of the folder (``args[0]``) are complete."""
-
-
-def read_meta(folder: Path) -> dict[str, Any]:
-    """``folder/meta.json`` as a dict (a file that is not a JSON object is one InputError naming it)."""
-    path = folder / "meta.json"
-    try:
-        meta = json.loads(files.read_text(path, what="results file", limit=files.MAX_DATA))
-    except (json.JSONDecodeError, RecursionError):
-        meta = None
-    if not isinstance(meta, dict):
-        raise InputError(f"results file {str(path)!r} is not a JSON object; accepted: the meta.json netsim wrote")
-    return meta
 
 
 class Results:

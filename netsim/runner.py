@@ -446,7 +446,7 @@ def _compute_fingerprint(plugin_files: Sequence[str]) -> dict[str, str]:
     from importlib.metadata import entry_points
     from pathlib import Path
 
-    from netsim import __version__
+    from netsim.engine import __version__
     from netsim.registry import ENTRY_POINT_GROUP
 
     digest = hashlib.sha256()

@@ -23,12 +23,15 @@ import simpy
 from netsim import budget, files
 from netsim import faults as F
 from netsim import params as P
+from netsim.bandits import bandits
+from netsim.budget import component_sizes
 from netsim.distributions import DELAY_MODELS, REPORT_MODELS, distribution_field, parse_distribution
 from netsim.errors import InputError
 from netsim.metrics import Metrics
 from netsim.network import Adversary, Network
-from netsim.registry import SCENARIO_GROUP, bandits, protocols, topologies
+from netsim.registry import SCENARIO_GROUP, protocols
 from netsim.streams import Streams, trial_sequence
+from netsim.topology import topologies
 
 DEFAULT_SCENARIO = "quickstart"
 
@@ -453,14 +456,6 @@ def _validate_network(raw: Mapping[str, Any], base: Path, source: str | None) ->
 
     check_size(network["topology"], component_sizes(network), network, source=source)
     return network
-
-
-def component_sizes(network: Mapping[str, Any]) -> tuple[int, ...]:
-    components, agents = network["components"], network["agents"]
-    if isinstance(components, int):
-        base, extra = divmod(agents, components)
-        return tuple(base + (1 if i < extra else 0) for i in range(components))
-    return tuple(components)
 
 
 def _check_protocol_fit(scenario: Scenario, protocol_cls: Any, source: str | None) -> None:

@@ -79,7 +79,9 @@ def scenario_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a scenario file, as a dict."""
     from netsim import faults as F
     from netsim import scenario as S
-    from netsim.registry import bandits, protocols, topologies
+    from netsim.bandits import bandits
+    from netsim.registry import protocols
+    from netsim.topology import topologies
 
     def array(item: dict[str, Any]) -> dict[str, Any]:
         return {"type": "array", "items": item}

@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import simpy
 
+from netsim.bandits import bandits
 from netsim.errors import ProtocolError
 from netsim.faults import NoFaults
 from netsim.metrics import Metrics
 from netsim.network import CHECKPOINT, FAULT, TICK, Message, Network
-from netsim.protocol import Protocol
-from netsim.registry import bandits, protocols
+from netsim.registry import protocols
 from netsim.scenario import Scenario, build_network
 from netsim.streams import Streams
 
@@ -113,7 +113,7 @@ class Simulation:
         self.servers = self.nodes[self.num_agents:]
         protocol_cls = protocols.get(scenario.protocol["name"], key="protocol.name")
         params = {k: v for k, v in scenario.protocol.items() if k != "name"}
-        self.protocol: Protocol = protocol_cls(self, params)
+        self.protocol = protocol_cls(self, params)
         self._finished = self.env.event()
         self._stop_reason = ""
         self._failure = ""

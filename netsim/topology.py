@@ -19,7 +19,11 @@ import numpy as np
 from netsim import files
 from netsim import params as P
 from netsim.errors import InputError
-from netsim.registry import topologies
+from netsim.registry import PLUGIN_HINT, Registry
+
+#: the topologies, by name (``[network] topology``): the bundled ones below, a plug-in's
+#: with ``@topologies.register(name)``
+topologies = Registry("topology", hint=PLUGIN_HINT)
 
 Builder = Callable[[int, Mapping[str, Any], np.random.Generator], nx.Graph]
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     import networkx as nx
     from matplotlib.figure import Figure
 
-#: what :func:`render` (``netsim trace --out FILE``) writes, by the suffix of FILE
+#: what :func:`netsim.viewer.render` (``netsim trace --out FILE``) writes, by the suffix of FILE
 FORMATS = {".html": "viewer page", ".jsonl": "JSON lines", ".png": "sequence diagram"}
 #: arrays with more elements than this are stored as their shape, dtype and first values
 MAX_ITEMS = 1000
@@ -279,17 +279,3 @@ def draw(events: list[dict[str, Any]], sim: Simulation, title: str = "", max_arr
 
     with style():
         return png(figure(events, sim, title, max_arrows), dpi=110)
-
-
-def render(suffix: str, events: list[dict[str, Any]], sim: Simulation, *, title: str = "", start: float = 0.0) -> bytes:
-    """The trace in the format of ``suffix`` (:data:`FORMATS`): the viewer page
-    (:func:`netsim.viewer.page`), JSON lines (:func:`to_json_lines`) or the PNG of :func:`draw`."""
-    if suffix == ".jsonl":
-        return to_json_lines(events)
-    if suffix == ".png":
-        return draw(events, sim, title=title)
-    if suffix == ".html":
-        from netsim.viewer import page
-
-        return page(events, sim, title=title, start=start).encode()
-    raise ValueError(f"trace format {suffix!r}: accepted: {', '.join(FORMATS)}")

@@ -23,7 +23,7 @@ from importlib.resources import files
 from typing import Any
 
 from netsim.sim import Simulation
-from netsim.trace import CORRUPT_COLOUR, colours, kind_order, layout
+from netsim.trace import CORRUPT_COLOUR, FORMATS, colours, draw, kind_order, layout, to_json_lines
 
 #: above this many messages a page gets slow in a browser
 LARGE = 20_000
@@ -86,3 +86,15 @@ def page(events: list[dict[str, Any]], sim: Simulation, *, title: str, start: fl
     script = (assets / "trace.js").read_text(encoding="utf-8")
     return (template.replace("{{TITLE}}", html.escape(f"{title}: message flow"))
             .replace("{{SCRIPT}}", script).replace("{{DATA}}", text))
+
+
+def render(suffix: str, events: list[dict[str, Any]], sim: Simulation, *, title: str = "", start: float = 0.0) -> bytes:
+    """The trace in the format of ``suffix`` (:data:`FORMATS`): the viewer page
+    (:func:`netsim.viewer.page`), JSON lines (:func:`to_json_lines`) or the PNG of :func:`draw`."""
+    if suffix == ".jsonl":
+        return to_json_lines(events)
+    if suffix == ".png":
+        return draw(events, sim, title=title)
+    if suffix == ".html":
+        return page(events, sim, title=title, start=start).encode()
+    raise ValueError(f"trace format {suffix!r}: accepted: {', '.join(FORMATS)}")

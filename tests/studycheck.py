@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from netsim import runner, studies
+from netsim.api import run_study
 from netsim.studies.figures import figure_data
 
 
@@ -25,7 +26,7 @@ def run_short(name: str, folder, overrides: Mapping[str, Any], trials: int):
     """Plan and run the shortened study serially into ``folder / name``."""
     plan = studies.plan(shortened(name, overrides), "quick", trials=trials)
     with runner.SerialExecutor() as pool:
-        results = studies.run(plan, folder / name, executor=pool, progress=False)
+        results = run_study(plan, folder / name, executor=pool, progress=False)
     return plan, results
 
 

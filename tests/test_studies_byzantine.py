@@ -21,6 +21,7 @@ import dataclasses
 import pytest
 
 from netsim import runner, studies
+from netsim.api import run_study
 from tests.studycheck import check_figures
 
 NAME = "tradeoff-byzantine"
@@ -104,7 +105,7 @@ def test_liars_corrupt_messages_in_every_family(tmp_path):
                       for v in study.variants)
     plan = studies.plan(dataclasses.replace(study, variants=shortened), "quick", trials=TRIALS)
     with runner.SerialExecutor() as pool:
-        results = studies.run(plan, tmp_path / NAME, executor=pool, progress=False)
+        results = run_study(plan, tmp_path / NAME, executor=pool, progress=False)
     check_figures(plan, results, TRIALS, statuses=("ok", "unfinished"))  # li2022 at T = 400
     trials = results.trials
     assert set(trials["variant"]) == {v.name for v in study.variants}

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import netsim.studies as studies
+from netsim.api import run_study
 from netsim.runner import SerialExecutor
 from netsim.studies.figures import figure_data
 
@@ -119,7 +120,7 @@ def ci_run(name: str):
     study = replace(study, scales={**study.scales, "quick": replace(quick, set={**quick.set, **overrides})})
     plan = studies.plan(study, "quick", trials=2)
     with tempfile.TemporaryDirectory(prefix="netsim-li2022-") as folder:
-        results = studies.run(plan, Path(folder), executor=SerialExecutor(), progress=False)
+        results = run_study(plan, Path(folder), executor=SerialExecutor(), progress=False)
         return study, results.tables()
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from netsim import runner, studies
+from netsim.api import run_study
 from netsim.errors import InputError
 from netsim.studies import spec
 from netsim.studies.figures import figure_data
@@ -67,7 +68,7 @@ def load(name: str, *, quick: dict | None = None, every: dict | None = None) -> 
 
 def run_quick(study: studies.Study, out: Path):
     with runner.SerialExecutor() as pool:
-        results = studies.run(studies.plan(study, "quick", trials=TRIALS), out, executor=pool)
+        results = run_study(studies.plan(study, "quick", trials=TRIALS), out, executor=pool)
     return results, results.tables()
 
 

@@ -1,6 +1,6 @@
 """Bandit environments. Importing this package registers the bundled kinds."""
 
-from netsim.bandits.base import BanditEnvironment
+from netsim.bandits.base import BanditEnvironment, bandits
 from netsim.bandits.diabetes import DiabetesBandit
 from netsim.bandits.linear import LinearBandit
 from netsim.bandits.stochastic import BernoulliBandit, GaussianBandit, HeterogeneousBandit
@@ -14,4 +14,5 @@ __all__ = [
     "HeterogeneousBandit",
     "LinearBandit",
     "TabularBandit",
+    "bandits",
 ]

@@ -20,7 +20,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from netsim import params as P
+from netsim.registry import PLUGIN_HINT, Registry
 from netsim.streams import Streams
+
+#: the bandit kinds, by name (``[bandit] kind``): the bundled ones register when
+#: :mod:`netsim.bandits` is imported, a plug-in's with ``@bandits.register(name)``
+bandits = Registry("bandit kind", hint=PLUGIN_HINT)
 
 _HALF_ULP = 2.0**-54
 

@@ -48,9 +48,9 @@ import numpy as np
 
 from netsim import files
 from netsim import params as P
+from netsim.bandits.base import bandits
 from netsim.bandits.tabular import TabularBandit
 from netsim.errors import InputError
-from netsim.registry import bandits
 
 MEDICATIONS = (
     "metformin", "repaglinide", "nateglinide", "chlorpropamide", "glimepiride", "acetohexamide", "glipizide",

@@ -32,9 +32,8 @@ from typing import Any
 import numpy as np
 
 from netsim import params as P
-from netsim.bandits.base import BanditEnvironment
+from netsim.bandits.base import BanditEnvironment, bandits
 from netsim.errors import InputError
-from netsim.registry import bandits
 from netsim.streams import Streams
 
 

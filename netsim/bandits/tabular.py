@@ -23,9 +23,8 @@ import numpy as np
 
 from netsim import files
 from netsim import params as P
-from netsim.bandits.base import BanditEnvironment
+from netsim.bandits.base import BanditEnvironment, bandits
 from netsim.errors import InputError
-from netsim.registry import bandits
 from netsim.streams import Streams
 
 

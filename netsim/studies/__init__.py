@@ -12,19 +12,16 @@ PNG, SVG and the plotted data as CSV) and ``report.html`` (:mod:`.report`).
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from netsim import runner
 from netsim.errors import InputError
 from netsim.studies.plan import StudyPlan, StudyPoint, StudyUnit, plan
 from netsim.studies.spec import DEFAULT_STUDY, KINDS, SCALES, Figure, Scale, Study, Variant, bundled, load, parse
 from netsim.studies.tables import HEADLINE
 
 __all__ = ["DEFAULT_STUDY", "KINDS", "SCALES", "Figure", "Scale", "Study", "StudyPlan", "StudyPoint", "StudyUnit",
-           "Variant", "bundled", "draw_folder", "load", "metrics", "parse", "plan", "run", "set_options",
+           "Variant", "bundled", "draw_folder", "load", "metrics", "parse", "plan", "set_options",
            "study_from_meta"]
 
 
@@ -47,34 +44,6 @@ def metrics(study: Study) -> list[str]:
         if metric not in out and (metric != "group_regret" or not out):
             out.append(metric)
     return out
-
-
-def run(plan_: StudyPlan, out: Path, *, executor: runner.Executor, progress: bool | None = None,
-        started: str = "", argv: list[str] | None = None):
-    """Run the units of ``plan_`` missing from ``out/units``; return the study's :class:`~netsim.Results`."""
-    from netsim import results as R
-    from netsim import sweeps as W
-    from netsim.api import stamp
-    from netsim.resultset import Results
-    from netsim.studies.tables import tables
-    from netsim.sweeps.store import plain_default
-
-    outcome = W.run(plan_, out, executor=executor, progress=progress)
-    frames = tables(plan_, outcome.results)
-    meta: dict[str, Any] = {
-        "study": plan_.describe(), "study_text": plan_.study.text,
-        "points": [{"point": p.index, "variant": p.variant, "scenario": p.scenario.name,
-                    "protocol": p.scenario.protocol["name"], **p.params, "seed_key": list(p.key),
-                    "resolved": p.scenario.as_dict()}
-                   for p in plan_.points],
-        "units": outcome.total, "units_reused": outcome.reused, "units_run": outcome.ran,
-        "executor": executor.name, "versions": R.versions(), "git_revision": R.git_revision(),
-        "command": list(argv if argv is not None else sys.argv), "started": started, "finished": stamp(),
-    }
-    meta = json.loads(json.dumps(meta, default=plain_default))
-    return Results.from_tables("study", {"trials": frames["study"], "agents": frames["study_agents"],
-                                         "timeseries": frames["study_timeseries"]}, meta,
-                               params=plan_.study.parameters())
 
 
 def study_from_meta(meta: dict[str, Any]) -> Study:

@@ -23,7 +23,7 @@ from typing import Any
 from netsim import runner
 from netsim import scenario as S
 from netsim.errors import InputError
-from netsim.studies.metrics import check_figures
+from netsim.studies.metrics import SERIES, produced
 from netsim.studies.spec import MAX_UNITS, Scale, Study, Variant
 from netsim.sweeps.grid import toml_value
 from netsim.sweeps.store import point_key, unit_ids
@@ -150,3 +150,21 @@ def plan(study: Study, scale: str = "quick", *, trials: int | None = None,
     result = StudyPlan(study, chosen, trials, tuple(points))
     check_figures(result)
     return result
+
+
+def check_figures(plan: StudyPlan) -> None:
+    """Refuse a figure whose metric no drawn variant produces (one line: file, figure, key)."""
+    study = plan.study
+    for figure in study.figures:
+        drawn = [p for p in plan.points if not figure.variants or p.variant in figure.variants]
+        metrics = list(figure.metrics) + ([figure.x] if figure.kind == "tradeoff" else [])
+        for metric in metrics:
+            if figure.kind == "series":
+                ok, accepted = metric in SERIES, ", ".join(SERIES)
+            else:
+                ok = any(metric in produced(p.scenario) for p in drawn)
+                accepted = ", ".join(sorted(set().union(*(produced(p.scenario) for p in drawn))))
+            if not ok:
+                variants = ", ".join(dict.fromkeys(p.variant for p in drawn))
+                raise InputError(f"figure {figure.name!r}: metric {metric!r} is produced by none of its variants "
+                                 f"({variants}); accepted: {accepted}", source=study.path)

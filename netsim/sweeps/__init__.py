@@ -11,8 +11,8 @@ and the figures drawn (:mod:`.figures`).
 from netsim.sweeps.execute import Outcome, run
 from netsim.sweeps.figures import draw, plot_folder
 from netsim.sweeps.grid import Axis, parse_axis, parse_grid, toml_value
-from netsim.sweeps.plan import Plan, PlannedUnit, Point, plan
-from netsim.sweeps.store import UnitStore, decode_result, encode_result, locked, point_key, unit_id
+from netsim.sweeps.plan import Plan, PlannedUnit, Point, encode_result, plan
+from netsim.sweeps.store import UnitStore, decode_result, locked, point_key, unit_id
 from netsim.sweeps.tables import meta, tables, write_tables
 
 __all__ = [

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from netsim import runner
 from netsim.sim import TrialResult
-from netsim.sweeps.plan import Plan, PlannedUnit
-from netsim.sweeps.store import UnitStore, canonical, decode_result, encode_result, locked
+from netsim.sweeps.plan import Plan, PlannedUnit, encode_result
+from netsim.sweeps.store import UnitStore, canonical, decode_result, locked
 
 
 @dataclass

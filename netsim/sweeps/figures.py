@@ -26,8 +26,7 @@ def _safe(key: str) -> str:
 
 def plot_folder(folder: Path) -> list[Path]:
     """Redraw the figures of a folder written by ``netsim sweep`` (its meta.json and sweep_timeseries)."""
-    from netsim.results import read_table
-    from netsim.resultset import read_meta
+    from netsim.results import read_meta, read_table
 
     meta = read_meta(folder)
     keys = list(meta["sweep"]["grid"])

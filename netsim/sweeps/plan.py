@@ -14,8 +14,9 @@ from typing import Any
 from netsim import runner
 from netsim import scenario as S
 from netsim.errors import InputError
+from netsim.sim import TrialResult
 from netsim.sweeps.grid import Axis, parse_grid, toml_value
-from netsim.sweeps.store import point_key, unit_id, unit_ids
+from netsim.sweeps.store import STORE_FORMAT, encode_trial, point_key, unit_id, unit_ids
 
 
 def _resolved_value(scenario: S.Scenario, key: str, raw: Any) -> Any:
@@ -115,3 +116,9 @@ def plan(scenario: str | S.Scenario | None, grid: Sequence[str], *, overrides: S
     label = scenario.name if isinstance(scenario, S.Scenario) else str(scenario or S.DEFAULT_SCENARIO)
     return Plan(label, tuple(overrides), tuple(axes), base.run["trials"],
                 base.run["seed"], tuple(points))
+
+
+def encode_result(unit: PlannedUnit, result: TrialResult) -> dict[str, Any]:
+    """The stored record of ``unit``: its identity and :func:`encode_trial` of its result."""
+    return {"format": STORE_FORMAT, "unit": unit.id, "point": [[k, v] for k, v in unit.point.assignments.items()],
+            "trial": unit.trial, **encode_trial(result)}

@@ -24,7 +24,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -32,9 +32,6 @@ from netsim import files
 from netsim import scenario as S
 from netsim.errors import InputError
 from netsim.sim import TrialResult
-
-if TYPE_CHECKING:
-    from netsim.sweeps.plan import PlannedUnit
 
 STORE_FORMAT = 1
 
@@ -80,12 +77,6 @@ def encode_trial(result: TrialResult) -> dict[str, Any]:
 
     return {"row": result.row, "agents": columns(result.agents), "timeseries": columns(result.timeseries),
             "wall_s": result.wall_s, "info": result.info}
-
-
-def encode_result(unit: PlannedUnit, result: TrialResult) -> dict[str, Any]:
-    """The stored record of ``unit``: its identity and :func:`encode_trial` of its result."""
-    return {"format": STORE_FORMAT, "unit": unit.id, "point": [[k, v] for k, v in unit.point.assignments.items()],
-            "trial": unit.trial, **encode_trial(result)}
 
 
 def decode_result(record: Mapping[str, Any]) -> TrialResult:
