@@ -20,9 +20,9 @@ import argparse
 import json
 import time
 
-from netsim import scenario as S
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 
 
 def measure(name: str, overrides: list[str], jobs: int) -> dict:

@@ -4,7 +4,7 @@ timeout and a callback per message, and a plain heap loop.
 Workload: every agent of a 200-agent random 4-regular graph broadcasts one message to each
 neighbour at every tick, for 100 ticks (80,000 messages). The same traffic runs through
 
-* ``engine``: :class:`netsim.network.Network` (batched deliveries, one event per instant,
+* ``engine``: :class:`netsim.engine.network.Network` (batched deliveries, one event per instant,
   link accounting and counters included), and
 * ``naive``: one ``env.process`` per message that waits for the delay and calls the handler,
   which is how public research codes typically use SimPy;
@@ -31,9 +31,9 @@ import networkx as nx
 import numpy as np
 import simpy
 
-from netsim.distributions import Distribution
-from netsim.metrics import Metrics
-from netsim.network import Network
+from netsim.engine.distributions import Distribution
+from netsim.engine.metrics import Metrics
+from netsim.engine.network import Network
 
 AGENTS, DEGREE, TICKS, REPEATS = 200, 4, 100, 3
 

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from netsim import scenario as S
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 BUG1 = ["bandit.arms=3", "bandit.means=[0.9, 0.1, 0.1]", "network.agents=8", "protocol.eta=0.5",

@@ -24,9 +24,9 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from netsim import scenario as S  # noqa: E402
-from netsim.sim import run_trial  # noqa: E402
-from netsim.streams import trial_sequence  # noqa: E402
+from netsim.engine import scenario as S  # noqa: E402
+from netsim.engine.sim import run_trial  # noqa: E402
+from netsim.engine.streams import trial_sequence  # noqa: E402
 
 DOC = {
     "name": "bench-feducb",

@@ -320,7 +320,7 @@ def _child(argv: list[str], folder: Path) -> None:
         os.dup2(err.fileno(), 2)
     code = 1
     try:
-        from netsim.cli import main as netsim
+        from netsim.experiment.cli import main as netsim
 
         code = netsim(argv)
     except BaseException:  # noqa: BLE001 - a traceback is what this run looks for
@@ -368,11 +368,11 @@ def run_all(inputs: list[tuple[str, Path, list[str]]], jobs: int, timeout: float
 
 def _preload() -> None:
     """Import what every command uses once, before the inputs are forked."""
-    import netsim.api  # noqa: F401
-    import netsim.plots  # noqa: F401
-    import netsim.studies.figures  # noqa: F401
-    import netsim.sweeps  # noqa: F401
-    from netsim import registry
+    import netsim.experiment.api  # noqa: F401
+    import netsim.experiment.plots  # noqa: F401
+    import netsim.experiment.studies.figures  # noqa: F401
+    import netsim.experiment.sweeps  # noqa: F401
+    from netsim.engine import registry
 
     registry.load_plugins()
 

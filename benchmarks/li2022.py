@@ -33,9 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import benchmarks  # noqa: E402,F401  (pins BLAS threads before numpy is imported)
-from netsim import scenario as S  # noqa: E402
-from netsim.sim import run_trial  # noqa: E402
-from netsim.streams import trial_sequence  # noqa: E402
+from netsim.engine import scenario as S  # noqa: E402
+from netsim.engine.sim import run_trial  # noqa: E402
+from netsim.engine.streams import trial_sequence  # noqa: E402
 
 DEFAULT = ["li2022-fig10-ring", "li2022-fig10-ring-lossy", "li2022-fig10-complete", "li2022-fig11-case3",
            "li2022-fig12-ddp", "li2022-fig4-eps1"]

@@ -78,20 +78,20 @@ became one queue entry and one `Message` per link (`_send_one`), and `Flooding._
 Python over the delivered items with an `np.full` / `np.array` per message; dubey2020a-fig1a with
 exponential delays took 18-100x the paper-mode CPU of the same trial. Now:
 
-1. `netsim/held.py`: a `broadcast_chunks` flush of a kind with a deferred reader is one *flight*,
+1. `netsim/engine/held.py`: a `broadcast_chunks` flush of a kind with a deferred reader is one *flight*,
    whatever the delays: arrays sorted by `(due, sequence)`, per-link due times drawn as one slice of
    the law's block (the same draws as one link at a time). The delivery loop settles the flights in
    windows between its queue entries and SimPy events (one `searchsorted` and one slice per flight),
    counting delivered, dropped (crashed receivers, at their due time) and in flight exactly whenever
    anything can read them; `collect` hands the slices over as `Multicast` records with per-message
    due times. Tested against a plain reference model (`tests/test_held.py`).
-2. `netsim/heard.py` (LOCAL flooding's batch path): the messages of a batch as arrays over their
+2. `netsim/comm/heard.py` (LOCAL flooding's batch path): the messages of a batch as arrays over their
    payloads joined as raw rows; every record copy as one packed 64-bit key (receiver, origin, seq,
    arrival), sorted once: first copies lead, the anti-replay windows advance with one OR per pair;
    the newest fresh record per pair replaces the latest-table entry, stored column-wise (elements x
    pairs) so that the arithmetic runs along contiguous rows; the sums are summed afresh when most
    pairs change (steady state) and by differences otherwise; a dense pair table up to M = 8192.
-3. `netsim/delivery.py`: an entry carries its `Message` fields contiguously (`entry[2:9]`), so a
+3. `netsim/engine/delivery.py`: an entry carries its `Message` fields contiguously (`entry[2:9]`), so a
    delivery builds its `Message` from one slice; a message alone at its instant goes to its batch
    reader inside the stretch (gossip-ucb realistic: 28 -> 16 CPU s on a 1,000-agent ring); the
    send path arms the wake-up at a lower bound of the head (the block's smallest delay) instead of a
@@ -109,7 +109,7 @@ the engine paid, per message, a `_pending` dict entry keyed by a float, a SimPy 
 and a delivery batch of one, and dubey2020a's byzantine branch built a `Message` and called the
 corruptor per link (793,600 calls for Fig. 1(b), 0.1 % of them corrupting). Now:
 
-1. `netsim/network.py`: one network-owned heap of `(due, sequence, ...)` entries and a single SimPy
+1. `netsim/engine/network.py`: one network-owned heap of `(due, sequence, ...)` entries and a single SimPy
    wake-up armed for its head; the wake-up delivers entries in a tight loop (advancing the clock
    itself) while they are due before the next SimPy event, checkpoints and crashes first, ticks
    after (same-instant order in `docs/engine.md`); a send to many over constant-delay links is one
@@ -118,7 +118,7 @@ corruptor per link (793,600 calls for Fig. 1(b), 0.1 % of them corrupting). Now:
    neighbours) is one engine call and one heap entry, counted per link exactly as before
    (`sent = delivered + dropped + in flight`, li2022 Eq. 2), corrupted once per sender chunk.
 3. Link accounting over edge ids with per-edge slot stamps (numpy for long lists).
-4. `netsim/flooding.py`: duplicate detection and the latest-record table over the gamma-balls (pairs
+4. `netsim/comm/flooding.py`: duplicate detection and the latest-record table over the gamma-balls (pairs
    that can talk, from sparse products of the adjacency; memory linear in them), and in paper mode
    the hops themselves as sparse products over the distance rings (`synchronous=True`), with the
    latest-table sums recomputed as `sum_h D_h @ snapshot(t - h)`.
@@ -131,7 +131,7 @@ corruptor per link (793,600 calls for Fig. 1(b), 0.1 % of them corrupting). Now:
    starts among the lowest ranks (cost independent of t). The byzantine protocol reads every new record
    in arrival order, which kept it on the message path (680,000 record copies per step at gamma = D);
    the sparse hops now hand each receiver its records in the message path's order (fixed by the graph,
-   `netsim/hops.py` `arrival_order`) and keep corruption at the source (same draws), so paper-mode
+   `netsim/comm/hops.py` `arrival_order`) and keep corruption at the source (same draws), so paper-mode
    byzantine runs take them too. Same tables as before, byte for byte (Fig. 1 (b), (c) curves).
 
 **Same seed, same tables.** Paper-mode scenarios (constant delays) give byte-identical
@@ -160,7 +160,7 @@ heapq loop, half in the send path (per send: counters, a per-edge slot-stamp loo
 accounting, flag checks, a heap push per message) and half in the delivery loop (a heap pop, a
 look-ahead, counters and a `Message` per message). Now:
 
-1. `netsim/delivery.py`: the single messages sent between two wake-ups are appended to a list and,
+1. `netsim/engine/delivery.py`: the single messages sent between two wake-ups are appended to a list and,
    when the wake-up fires, sorted into a *run* with the unread rest of the previous one (one stable
    sort by due time); multicasts and what handlers send wait on the heap; the loop merges the two
    heads by `(due, sequence)`.
@@ -168,11 +168,11 @@ look-ahead, counters and a `Message` per message). Now:
    the next SimPy event: each alone at its instant or, when the run holds one kind with a
    per-message handler and the heap is empty, all of them (an index step, the clock, the handler);
    a stretch updates its counters (per-kind delivered, per-node received, in flight) when it ends.
-3. `netsim/metrics.py`: link accounting is deferred: a send appends its edge ids (the broadcast's
+3. `netsim/engine/metrics.py`: link accounting is deferred: a send appends its edge ids (the broadcast's
    neighbour list itself) to `Metrics.pending_edges`; the ids noted at one instant are marked with
    set operations (one set of built edges per slot) before anything reads or marks links, and
    newly built edges are summed into the totals with numpy when read.
-4. `netsim/network.py`: the fault-free send path tests one flag (`tracer` and `faults` are
+4. `netsim/engine/network.py`: the fault-free send path tests one flag (`tracer` and `faults` are
    properties that keep it current), takes its delays from the current block without a call and
    gets its edge ids from its caller (`broadcast` passes its neighbour list's).
 

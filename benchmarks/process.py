@@ -77,8 +77,8 @@ def _first_row(path: Path) -> dict[str, str]:
 #: protocol), loading and checking the scenario (a dry build of trial 0's network) and the executor.
 STARTUP = """
 import time
-from netsim import cli, results, runner
-from netsim import scenario as S
+from netsim.experiment import cli, results, runner
+from netsim.engine import scenario as S
 scenario = runner.with_run_options(S.load("quickstart", []), trials=1)
 executor = runner.make_executor(None)
 heavy = [m for m in ("pandas", "scipy.stats", "matplotlib") if m in __import__("sys").modules]

@@ -4,7 +4,7 @@ Each case runs one trial of a bundled scenario twice, alternately, in this proce
 (paper mode: unit hops, or the scenario's constant delays) and with sampled per-hop delays (the
 overrides listed), same seed, same trial; the figure is the ratio of their CPU seconds (median
 over the repeats). A profile of one realistic trial (cProfile) gives the share of its time spent
-in the engine's delivery modules (``netsim/network.py``, ``delivery.py``, ``held.py``,
+in the engine's delivery modules (``netsim/engine/network.py``, ``delivery.py``, ``held.py``,
 ``messages.py``, ``metrics.py``), the part of the cost that is the engine's rather than the
 protocol's. The 10,000-agent case runs as two whole ``netsim run`` processes (child processes:
 their own CPU seconds and peak memory).
@@ -22,12 +22,13 @@ import sys
 import time
 
 from benchmarks import process
-from netsim import scenario as S
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 
 EXPONENTIAL = 'network.delay={model="exponential",mean=1.0}'
-ENGINE = ("netsim/network.py", "netsim/delivery.py", "netsim/held.py", "netsim/messages.py", "netsim/metrics.py")
+ENGINE = ("netsim/engine/network.py", "netsim/engine/delivery.py", "netsim/engine/held.py",
+          "netsim/engine/messages.py", "netsim/engine/metrics.py")
 
 #: label -> (scenario, overrides of both modes, overrides of the realistic mode, target ratio or None)
 CASES = {

@@ -2,10 +2,10 @@
 
 For every registered protocol, a small fault-free base scenario is run for a few trials, then
 the same scenario (same seeds: common random numbers) with one fault model at a time
-(``netsim.faults``), and with continuous per-hop delays instead of the base scenario's. Each cell
+(``netsim.engine.faults``), and with continuous per-hop delays instead of the base scenario's. Each cell
 says whether the protocol
 
-* **rejected** the scenario with a clear :class:`~netsim.errors.InputError` (the message is shown),
+* **rejected** the scenario with a clear :class:`~netsim.engine.errors.InputError` (the message is shown),
 * **completed** it (every trial ended normally and the mean group regret, or the sample
   complexity of best-arm identification, rose by at most 10 %; for best-arm identification also
   no fewer correct identifications),
@@ -42,11 +42,11 @@ from typing import Any
 
 import numpy as np
 
-from netsim import scenario as S
-from netsim.errors import InputError
-from netsim.registry import protocols
-from netsim.sim import run_trial
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.registry import protocols
+from netsim.engine.sim import run_trial
+from netsim.engine.streams import trial_sequence
 
 # Small base instance of every protocol: (bundled scenario, --set overrides).
 RIO = ["network.agents=16", "run.checkpoints=1"]
@@ -447,7 +447,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     old = args.out.read_text() if args.out and args.out.exists() else None
     text = markdown(results, args.trials, seconds, fuzz=preserved_fuzz(old))
     if args.out:
-        from netsim.results import atomic_write
+        from netsim.experiment.results import atomic_write
 
         atomic_write(args.out, text.encode())
     else:

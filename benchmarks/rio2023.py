@@ -28,9 +28,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from netsim import scenario as S
-from netsim.sim import run_trial
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.sim import run_trial
+from netsim.engine.streams import trial_sequence
 
 FIG1 = ["rio2023-fig1-left-eps0.05", "rio2023-fig1-left-eps0.1", "rio2023-fig1-left-eps0.25",
         "rio2023-fig1-right-xi0", "rio2023-fig1-right-xi0.05", "rio2023-fig1-right-xi0.1",

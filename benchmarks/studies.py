@@ -49,11 +49,11 @@ def quick(name: str, jobs: int) -> dict:
 
 
 def _trial_cpu(scenario, horizon: float | None) -> tuple[float, dict]:
-    from netsim.sim import run_trial
-    from netsim.streams import trial_sequence
+    from netsim.engine.sim import run_trial
+    from netsim.engine.streams import trial_sequence
 
     if horizon is not None:
-        from netsim import scenario as S
+        from netsim.engine import scenario as S
 
         scenario = S.load(scenario, {"run.horizon": horizon, "run.checkpoints": 1})
     start = time.process_time()
@@ -63,7 +63,7 @@ def _trial_cpu(scenario, horizon: float | None) -> tuple[float, dict]:
 
 def paper(name: str, jobs: int) -> dict:
     """The paper scale's time with ``jobs`` processes, from one measured trial per point."""
-    from netsim import studies
+    from netsim.experiment import studies
 
     plan = studies.plan(studies.load(name), "paper")
     points, total, extrapolated = [], 0.0, False
@@ -92,7 +92,7 @@ def _reason(error: str) -> str:
 
 
 def table(results: dict) -> str:
-    from netsim import studies
+    from netsim.experiment import studies
 
     lines = ["| study | source | variants x points x trials (paper) | quick: wall s, --jobs 2 | "
              "paper: minutes with --jobs 2 | how the paper time was obtained |", "|---|---|---|---|---|---|"]
@@ -127,7 +127,7 @@ def write_page(results: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from netsim import studies
+    from netsim.experiment import studies
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.studies", description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", metavar="NAME", help="this study only (repeatable)")

@@ -27,9 +27,9 @@ from benchmarks import rio2023 as rio_bench
 from benchmarks import scale as scale_bench
 from benchmarks import zhu2021 as zhu_bench
 from benchmarks.harness import loglog_slope, ratio, run_case
-from netsim.distributions import Distribution
-from netsim.sim import run_trial
-from netsim.streams import trial_sequence
+from netsim.engine.distributions import Distribution
+from netsim.engine.sim import run_trial
+from netsim.engine.streams import trial_sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 PEER_COMMANDS = "NETSIM_PEER_COMMANDS"

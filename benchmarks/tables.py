@@ -25,8 +25,8 @@ import json
 import sys
 import warnings
 
-from netsim import api
-from netsim import scenario as S
+from netsim.engine import scenario as S
+from netsim.experiment import api
 
 TIMING = ("wall_s",)
 

@@ -1,7 +1,7 @@
 """Throughput of Gossip_UCB / Fed_UCB at Fig. 2(b) settings (N = 10 path, M = 10), as JSON.
 
 * ``engine``: the bundled scenarios ``zhu2021-fig2b-eps1`` and ``-epsinf`` (and the realistic
-  mode) run through :func:`netsim.sim.run_trial`, horizon ``--ticks``;
+  mode) run through :func:`netsim.engine.sim.run_trial`, horizon ``--ticks``;
 * ``plain_numpy``: the same per-tick update (Eq. (1), line 6, Eq. (11)/(12), the binary-tree
   counter, the gossip update on one uniform edge) as a bare numpy loop with Gaussian rewards
   drawn directly: no SimPy, no bandit bookkeeping, no link accounting. It is the practical
@@ -34,9 +34,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from netsim import scenario as S
-from netsim.sim import run_trial
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.sim import run_trial
+from netsim.engine.streams import trial_sequence
 from protocols.privacy.tree import BinaryTreeCounter
 from protocols.zhu2021 import gossip, rules
 
@@ -105,7 +105,7 @@ def plain_loop(num_agents: int, num_arms: int, ticks: int, epsilon: float, seed:
 
 def per_tick(name: str, ticks: int, repeat: int) -> dict:
     """CPU us per tick of one paper-mode trial, and of its pull_many and release calls replayed alone."""
-    from netsim.sim import Simulation
+    from netsim.engine.sim import Simulation
 
     sc = load(name, [f"run.horizon={ticks}", "run.checkpoints=10"])
     best_total = best_pull = best_release = math.inf

@@ -17,7 +17,7 @@ grid.save("results/topology")
   ``agents``, ``timeseries`` DataFrames, ``plot``, ``save``, ``load``);
 - :class:`Scenario`: ``Scenario.load(name_or_path)`` and ``.with_(**dotted_overrides)``;
 - :func:`load_plugin`: register the protocols of a ``.py`` file (``--plugin`` on the command line);
-- :mod:`netsim.testing`: a one-call trial runner and a message spy for protocol authors;
+- :mod:`netsim.experiment.testing`: a one-call trial runner and a message spy for protocol authors;
 - :class:`InputError` (bad input, one clear line) and :class:`ProtocolError` (a protocol misusing
   the engine).
 
@@ -34,24 +34,24 @@ from netsim.engine import __version__
 
 # public name -> module defining it, imported on first use (PEP 562)
 _LAZY = {
-    "run": "netsim.api",
-    "sweep": "netsim.api",
-    "study": "netsim.api",
-    "Results": "netsim.resultset",
-    "Scenario": "netsim.scenario",
-    "load_plugin": "netsim.registry",
-    "InputError": "netsim.errors",
-    "ProtocolError": "netsim.errors",
+    "run": "netsim.experiment.api",
+    "sweep": "netsim.experiment.api",
+    "study": "netsim.experiment.api",
+    "Results": "netsim.experiment.resultset",
+    "Scenario": "netsim.engine.scenario",
+    "load_plugin": "netsim.engine.registry",
+    "InputError": "netsim.engine.errors",
+    "ProtocolError": "netsim.engine.errors",
 }
 __all__ = ["InputError", "ProtocolError", "Results", "Scenario", "__version__", "load_plugin", "run", "study",
            "sweep"]
 
 if TYPE_CHECKING:
-    from netsim.api import run, study, sweep
-    from netsim.errors import InputError, ProtocolError
-    from netsim.registry import load_plugin
-    from netsim.resultset import Results
-    from netsim.scenario import Scenario
+    from netsim.engine.errors import InputError, ProtocolError
+    from netsim.engine.registry import load_plugin
+    from netsim.engine.scenario import Scenario
+    from netsim.experiment.api import run, study, sweep
+    from netsim.experiment.resultset import Results
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
 import sys
 
-from netsim.cli import main
+from netsim.experiment.cli import main
 
 sys.exit(main())

@@ -2,7 +2,7 @@
 ``feducb``, ``rio2023``) and the shared parts (``privacy``, ``robust``, ``ucb``, ``baselines``).
 
 Importing this package imports every module below it, which registers each protocol with
-:func:`netsim.registry.register_protocol` (and each privacy-audit target); a new paper family
+:func:`netsim.engine.registry.register_protocol` (and each privacy-audit target); a new paper family
 is a new package here, with no other file to edit.
 """
 

@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsim.errors import InputError
-from netsim.protocol import Ticking
-from netsim.registry import register_protocol
+from netsim.comm import InputError, Ticking, register_protocol
 from protocols.ucb import ucb_index
 
 

@@ -12,11 +12,11 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import simpy  # noqa: E402
 
-from netsim.distributions import Distribution  # noqa: E402
-from netsim.metrics import Metrics  # noqa: E402
-from netsim.network import Network  # noqa: E402
-from netsim.protocol import Protocol  # noqa: E402
-from netsim.registry import protocols  # noqa: E402
+from netsim.comm.protocol import Protocol  # noqa: E402
+from netsim.engine.distributions import Distribution  # noqa: E402
+from netsim.engine.metrics import Metrics  # noqa: E402
+from netsim.engine.network import Network  # noqa: E402
+from netsim.engine.registry import protocols  # noqa: E402
 
 
 class Carrier(Protocol):
@@ -82,7 +82,7 @@ def scenario_dict(**sections) -> dict:
 @pytest.fixture
 def isolated_plugins(monkeypatch):
     """Plug-in files loaded by the test are forgotten after it (the registries are process-wide)."""
-    from netsim import registry
+    from netsim.engine import registry
 
     registry.load_plugins()
     for table in registry._REGISTRIES:

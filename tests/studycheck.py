@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from netsim import runner, studies
-from netsim.api import run_study
-from netsim.studies.figures import figure_data
+from netsim.experiment import runner, studies
+from netsim.experiment.api import run_study
+from netsim.experiment.studies.figures import figure_data
 
 
 def shortened(name: str, overrides: Mapping[str, Any]) -> studies.Study:

@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 from scipy import stats
 
-from netsim.activation import poisson_edge_clocks, uniform_edge_clock
+from netsim.engine.activation import poisson_edge_clocks, uniform_edge_clock
 from tests.conftest import make_network
 
 

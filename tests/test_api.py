@@ -206,7 +206,7 @@ def test_sweep_trials_answer_query_by_parameter_column():
 
 
 def _expected(values: list[float]) -> tuple[float, float, float, float]:
-    """mean, sample std, and the 95 % t interval, by scipy (independent of netsim.studies.stats)."""
+    """mean, sample std, and the 95 % t interval, by scipy (independent of netsim.experiment.studies.stats)."""
     import numpy as np
     import scipy.stats as sps
 
@@ -216,7 +216,7 @@ def _expected(values: list[float]) -> tuple[float, float, float, float]:
 
 
 def test_summary_has_one_shape_for_run_sweep_and_study(tmp_path):
-    from netsim.resultset import SUMMARY_STATS
+    from netsim.experiment.resultset import SUMMARY_STATS
 
     run = netsim.run("quickstart", trials=3, set=SMALL)
     sweep = netsim.sweep("quickstart", {"network.agents": [3, 5]}, trials=3, set=SMALL)

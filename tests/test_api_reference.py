@@ -25,11 +25,11 @@ def test_reference_builds_with_warnings_as_errors(tmp_path):
     build = load_script()
     pages = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.html")}
     assert {f"{name.replace('.', '/')}.html" for name in build.modules()} <= pages
-    assert {"netsim/api.html", "netsim/testing.html", "protocols/ucb.html", "index.html"} <= pages
+    assert {"netsim/experiment/api.html", "netsim/experiment/testing.html", "protocols/ucb.html", "index.html"} <= pages
     top = (tmp_path / "netsim.html").read_text()
     for name in ("run", "sweep", "Results", "Scenario", "load_plugin"):
         assert f'id="{name}"' in top, name
-    assert 'id="MessageSpy"' in (tmp_path / "netsim" / "testing.html").read_text()
+    assert 'id="MessageSpy"' in (tmp_path / "netsim" / "experiment" / "testing.html").read_text()
 
 
 def test_only_our_and_pdocs_warnings_count():
@@ -39,5 +39,5 @@ def test_only_our_and_pdocs_warnings_count():
         return warnings.WarningMessage("w", UserWarning, filename, 1)
 
     assert build.ours(warning("/site-packages/pdoc/doc_types.py"))
-    assert build.ours(warning(str(ROOT / "netsim" / "network.py")))
+    assert build.ours(warning(str(ROOT / "netsim" / "engine" / "network.py")))
     assert not build.ours(warning("/site-packages/pandas/core/frame.py"))

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from netsim import cli
-from netsim.registry import audit_targets
+from netsim.engine.registry import audit_targets
+from netsim.experiment import cli
 from protocols.privacy import audit as audits
 from protocols.privacy.audit import AuditTarget, cp_lower, cp_upper, epsilon_lower, epsilon_point, run_audit
 from protocols.privacy.mechanisms import LaplaceMechanism

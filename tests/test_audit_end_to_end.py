@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import pytest
 
-from netsim.registry import audit_targets
+from netsim.engine.registry import audit_targets
 from protocols.privacy.audit import run_audit
 from protocols.privacy.gaussian_tree import FedUCBCalibration
 

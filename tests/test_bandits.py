@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from netsim.bandits import BernoulliBandit, GaussianBandit, HeterogeneousBandit, LinearBandit, TabularBandit
-from netsim.params import validate
-from netsim.streams import Streams
+from netsim.engine.params import validate
+from netsim.engine.streams import Streams
 
 
 def make(cls, agents=2, seed=0, **options):

@@ -2,10 +2,10 @@
 
 import pytest
 
-from netsim import scenario as S
-from netsim.errors import InputError
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 from tests.conftest import scenario_dict
 
 

@@ -7,10 +7,11 @@ import math
 
 import pytest
 
-from netsim import budget, studies
-from netsim import scenario as S
-from netsim.cli import main
-from netsim.registry import protocols
+from netsim.engine import budget
+from netsim.engine import scenario as S
+from netsim.engine.registry import protocols
+from netsim.experiment import studies
+from netsim.experiment.cli import main
 
 TINY = ["--set", "run.checkpoints=2", "--quiet", "--no-plots"]
 SENDS = ["--set", "protocol.name='dubey2020a-private'"]  # ucb1 sends nothing and refuses link keys

@@ -1,4 +1,4 @@
-"""What a key means: labels and units from the field definitions (netsim.catalog), ``netsim explain``,
+"""What a key means: labels and units from the field definitions (netsim.experiment.catalog), ``netsim explain``,
 ``netsim show --doc`` and the JSON Schema of scenario files (``netsim schema``)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import tomllib
 import jsonschema
 import pytest
 
-from netsim import catalog as C
-from netsim import scenario as S
-from netsim.cli import main
-from netsim.errors import InputError
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.experiment import catalog as C
+from netsim.experiment.cli import main
 
 
 def test_every_scenario_key_and_result_column_has_a_label_and_a_unit():

@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from netsim.cli import main
+from netsim.experiment.cli import main
 
 SMALL = ["--set", "run.horizon=300", "--set", "run.checkpoints=10", "--quiet"]
 CONTRACT_FILES = {"trials.csv", "agents.csv", "timeseries.csv", "meta.json"}

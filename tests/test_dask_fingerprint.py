@@ -1,7 +1,7 @@
 """Issue 18 item 2: a Dask worker running other code that joins after the cluster check.
 
 The check made when netsim connects sees only the workers present then; a worker that joins later
-with a modified ``netsim/sim.py`` used to return altered results that were accepted (exit 0). Every
+with a modified ``netsim/engine/sim.py`` used to return altered results that were accepted (exit 0). Every
 result now carries the fingerprint of the code and dependency versions of the process that computed
 it, and a result whose fingerprint is not this process's is refused.
 """
@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from netsim import runner
-from netsim import scenario as S
-from netsim.errors import InputError
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.experiment import runner
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Appended to the other worker's copy of netsim/sim.py: every trial it runs reports a regret of -1.
+# Appended to the other worker's copy of netsim/engine/sim.py: every trial it runs reports a regret of -1.
 ALTERED = '''
 
 _honest_run_trial = run_trial
@@ -42,7 +42,7 @@ def altered_checkout(folder: Path) -> Path:
     """A copy of netsim and the protocols whose sim.py is altered (PYTHONPATH puts it first)."""
     for package in ("netsim", "protocols"):
         shutil.copytree(ROOT / package, folder / package, ignore=shutil.ignore_patterns("__pycache__"))
-    with open(folder / "netsim" / "sim.py", "a") as handle:
+    with open(folder / "netsim" / "engine" / "sim.py", "a") as handle:
         handle.write(ALTERED)
     return folder
 

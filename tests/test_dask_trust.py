@@ -9,9 +9,9 @@ import time
 import numpy as np
 import pytest
 
-from netsim import runner
-from netsim.errors import InputError
-from netsim.sim import TrialResult
+from netsim.engine.errors import InputError
+from netsim.engine.sim import TrialResult
+from netsim.experiment import runner
 
 pytest.importorskip("distributed")
 

@@ -19,11 +19,11 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsim import faults as F
-from netsim.distributions import Distribution
-from netsim.metrics import Metrics
-from netsim.network import BLOCK, FAULT, Network
-from netsim.streams import Streams
+from netsim.engine import faults as F
+from netsim.engine.distributions import Distribution
+from netsim.engine.metrics import Metrics
+from netsim.engine.network import BLOCK, FAULT, Network
+from netsim.engine.streams import Streams
 
 LAWS = [Distribution("constant", {"value": 1.0}), Distribution("constant", {"value": 0.0}),
         Distribution("exponential", {"mean": 0.8}), Distribution("uniform", {"low": 0.1, "high": 2.0})]

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsim import scenario as S
-from netsim.errors import InputError
-from netsim.sim import Simulation, run_trial
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.sim import Simulation, run_trial
+from netsim.engine.streams import trial_sequence
 from protocols.dubey2020a.rules import private_group_estimates, resolve_gamma, ucb_choice
 from protocols.privacy.interval import IntervalMechanism
 from protocols.robust import SampleSets, trim_count, trimmed_mean

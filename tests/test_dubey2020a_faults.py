@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from netsim import scenario as S
-from netsim.errors import InputError
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 
 PROTOCOLS = {
     "dubey2020a-private": {"name": "dubey2020a-private", "epsilon": 0.5, "gamma": 2},

@@ -1,4 +1,4 @@
-"""Tests of netsim.flooding (the LOCAL time-to-live protocol) against networkx and hand counts."""
+"""Tests of netsim.comm.flooding (the LOCAL time-to-live protocol) against networkx and hand counts."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsim import scenario as S
-from netsim.distributions import parse_distribution
-from netsim.errors import ProtocolError
-from netsim.flooding import Flooding, record_dtype
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.comm.flooding import Flooding, record_dtype
+from netsim.engine import scenario as S
+from netsim.engine.distributions import parse_distribution
+from netsim.engine.errors import ProtocolError
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 
 VALUES = [("x", "f8")]
 

@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from netsim.errors import InputError
-from netsim.flooding import Flooding
-from netsim.sim import Simulation, run_trial
-from netsim.streams import trial_sequence
+from netsim.comm.flooding import Flooding
+from netsim.engine.errors import InputError
+from netsim.engine.sim import Simulation, run_trial
+from netsim.engine.streams import trial_sequence
 from protocols.dubey2020a import dp_ucb_int, trials
 from tests.test_dubey2020a import scenario
 

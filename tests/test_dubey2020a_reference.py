@@ -40,9 +40,9 @@ import pytest
 from scipy import stats
 
 from benchmarks import dubey2020a_reference as ref
-from netsim import scenario as S
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 from tests.test_dubey2020a import scenario
 
 ALPHA = 0.01

@@ -19,7 +19,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsim.metrics import Metrics
+from netsim.engine.metrics import Metrics
 from tests.conftest import make_network
 
 NODES, AGENTS = 12, 10  # ids 10, 11 play servers

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from netsim import runner
-from netsim import scenario as S
-from netsim.cli import main
-from netsim.errors import InputError
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.experiment import runner
+from netsim.experiment.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--set", "run.horizon=150", "--set", "run.checkpoints=4"]
@@ -132,8 +132,8 @@ def test_unreachable_scheduler_is_one_line_exit_2_and_keeps_units(tmp_path, caps
 def test_run_and_sweep_on_a_local_dask_cluster(tmp_path):
     """One LocalCluster of two workers serves a run and a sweep; both match serial byte for byte."""
     pytest.importorskip("distributed")
-    from netsim import results as R
-    from netsim import sweeps as W
+    from netsim.experiment import results as R
+    from netsim.experiment import sweeps as W
 
     scenario = runner.with_run_options(S.load("quickstart", SMALL[1::2]), trials=3)
     serial_run = runner.run_scenario(scenario)
@@ -152,7 +152,7 @@ def test_run_and_sweep_on_a_local_dask_cluster(tmp_path):
 
 def test_losing_the_cluster_mid_sweep_is_an_input_error_and_keeps_units(tmp_path):
     pytest.importorskip("distributed")
-    from netsim import sweeps as W
+    from netsim.experiment import sweeps as W
 
     plan = W.plan("quickstart", GRID[1::2], overrides=["run.horizon=1500", "run.checkpoints=3"], trials=2)
     stored = []
@@ -296,9 +296,9 @@ def test_dask_workers_import_the_plugin_files(tmp_path, dask_cluster, isolated_p
 def test_process_executor_progress_moves_inside_running_trials(monkeypatch):
     """Two trials on two worker processes: the parent's progress hook receives the running trials' fractions
     of their horizons before any trial finishes (issue 16: the bar used to move only per finished trial)."""
-    from netsim import runner as R
-    from netsim import scenario as S
-    from netsim import sim as simulation
+    from netsim.engine import scenario as S
+    from netsim.engine import sim as simulation
+    from netsim.experiment import runner as R
 
     seen: list[float] = []
     monkeypatch.setattr(simulation, "progress_hook", seen.append)

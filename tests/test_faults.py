@@ -1,4 +1,4 @@
-"""Fault models of ``[faults]`` (netsim.faults): link outages, crashes, duplication, reordering."""
+"""Fault models of ``[faults]`` (netsim.engine.faults): link outages, crashes, duplication, reordering."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import math
 import numpy as np
 import pytest
 
-from netsim import faults as F
-from netsim import params as P
-from netsim import scenario as S
-from netsim.errors import InputError
-from netsim.protocol import Protocol
-from netsim.registry import protocols
-from netsim.results import trials_table
-from netsim.sim import Simulation, run_trial
-from netsim.streams import Streams, trial_sequence
+from netsim.comm.protocol import Protocol
+from netsim.engine import faults as F
+from netsim.engine import params as P
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.registry import protocols
+from netsim.engine.sim import Simulation, run_trial
+from netsim.engine.streams import Streams, trial_sequence
+from netsim.experiment.results import trials_table
 from tests.conftest import scenario_dict
 
 
@@ -322,7 +322,7 @@ def test_pulling_for_a_crashed_agent_is_a_protocol_error():
     sc = pinger({"crashes": [{"node": 1, "start": 2.5, "end": 5.0}]}, mode="global")
     sim = Simulation(sc, trial_sequence(sc.run["seed"], 0))
     sim.protocol.tick = lambda now, agent: sim.bandit.pull(agent, 0)  # ignores crashes
-    from netsim.errors import ProtocolError
+    from netsim.engine.errors import ProtocolError
     with pytest.raises(ProtocolError, match=r"crashed agent\(s\) \[1\] at t = 3"):
         sim.run()
 
@@ -331,6 +331,6 @@ def test_walking_for_a_crashed_agent_is_a_protocol_error():
     sc = pinger({"crashes": [{"node": 1, "start": 2.5, "end": 5.0}]}, mode="global")
     sim = Simulation(sc, trial_sequence(sc.run["seed"], 0))
     sim.protocol.tick = lambda now, agent: sim.bandit.pull_walk(agent, np.array([0]), 3)  # ignores crashes
-    from netsim.errors import ProtocolError
+    from netsim.engine.errors import ProtocolError
     with pytest.raises(ProtocolError, match=r"crashed agent 1 at t = 3"):
         sim.run()

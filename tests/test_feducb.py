@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsim import scenario as S
 from netsim.bandits.linear import gapped_contexts, gapped_theta
-from netsim.errors import InputError
-from netsim.sim import Simulation
-from netsim.streams import Streams, trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import Streams, trial_sequence
 from protocols.feducb.linucb import (
     LinUCBState,
     _rank_one,

@@ -55,9 +55,9 @@ def test_regret_grows_with_dimension():
 def test_scaled_sync_scenario_synchronises_about_m_log_t_times():
     """dubey2020b-fig1a-sync (M = 10, T = 2000): the explicit threshold gives a synchronisation count near
     M ln T = 76 (measured 68-70), where the automatic mlogt threshold of dubey2020b-fig1a gives exactly 1."""
-    from netsim import scenario as S
-    from netsim.sim import run_trial
-    from netsim.streams import trial_sequence
+    from netsim.engine import scenario as S
+    from netsim.engine.sim import run_trial
+    from netsim.engine.streams import trial_sequence
 
     sc = S.load("dubey2020b-fig1a-sync")
     rounds = run_trial(sc, trial_sequence(sc.run["seed"], 0), 0).row["rounds"]

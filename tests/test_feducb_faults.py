@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from netsim import scenario as S
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 from tests.test_feducb import BASE
 
 

@@ -9,10 +9,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from netsim import scenario as S
-from netsim.errors import InputError
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 from protocols.feducb.p2p import neighbourhoods
 
 BASE = {

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from netsim import scenario as S
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 
 BASE = {
     "name": "t",

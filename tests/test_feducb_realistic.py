@@ -1,4 +1,4 @@
-"""FedUCB on realistic timelines (issue 24): synchronisation on netsim.transport (RFC 6298 timers, no
+"""FedUCB on realistic timelines (issue 24): synchronisation on netsim.comm.transport (RFC 6298 timers, no
 fixed deadline), failure suspicion, the adversary on uploads, syncs and replies, per-agent jittered
 clocks, and the blocked context draw of the one-clock step against its plain reference."""
 
@@ -10,11 +10,11 @@ import math
 import numpy as np
 import pytest
 
-from netsim import scenario as S
 from netsim.bandits.linear import LinearBandit
-from netsim.errors import InputError
-from netsim.sim import Simulation
-from netsim.streams import Streams, trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import Streams, trial_sequence
 from protocols.feducb.linucb import LinUCBState
 from tests.test_feducb import BASE
 from tests.test_feducb_p2p import BASE as P2P

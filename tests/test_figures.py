@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from netsim import catalog, studies
-from netsim.cli import main
-from netsim.studies import figures as SF
-from netsim.studies.tables import front
+from netsim.experiment import catalog, studies
+from netsim.experiment.cli import main
+from netsim.experiment.studies import figures as SF
+from netsim.experiment.studies.tables import front
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -191,7 +191,7 @@ def test_central_ucb_pays_its_uploads_and_is_drawn_as_an_oracle(quickstart):
 
 def test_a_figure_says_what_it_cannot_separate():
     """The overlap marks against a hand-made case: intervals [0, 2], [1, 3] and [5, 6] at one x."""
-    from netsim.studies.stats import overlapping
+    from netsim.experiment.studies.stats import overlapping
 
     hits = overlapping(["a", "b", "c"], [0.0, 1.0, 5.0], [2.0, 3.0, 6.0], [5, 5, 5])
     assert hits == [["b"], ["a"], []]

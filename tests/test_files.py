@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from netsim import files
-from netsim.cli import main
-from netsim.errors import InputError
+from netsim.engine import files
+from netsim.engine.errors import InputError
+from netsim.experiment.cli import main
 
 QUICK = ["--set", "run.horizon=20", "--set", "run.checkpoints=2", "--quiet"]
 STUDY = """

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import fuzz
-from netsim.cli import main
+from netsim.experiment.cli import main
 
 #: inputs per CI run (about 20 s), from a seed of their own: a new input set each time this constant changes
 INPUTS = 200

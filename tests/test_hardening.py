@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from netsim import scenario as S
-from netsim.cli import main
+from netsim.engine import scenario as S
+from netsim.experiment.cli import main
 
 QUICK = ["--set", "run.horizon=50", "--set", "run.checkpoints=2", "--quiet", "--no-plots"]
 
@@ -154,7 +154,7 @@ def test_sigkill_mid_sweep_then_rerun_resumes_to_identical_tables(tmp_path):
 
 def test_unwritable_output_is_refused_before_any_trial(capsys, monkeypatch):
     """`--out /proc/x` used to fail after the whole simulation (FileNotFoundError): now it is refused first."""
-    import netsim.api as api
+    import netsim.experiment.api as api
 
     ran = []
     monkeypatch.setattr(api, "run", lambda *a, **k: ran.append(1))
@@ -165,7 +165,7 @@ def test_unwritable_output_is_refused_before_any_trial(capsys, monkeypatch):
 def test_missing_parquet_writer_is_refused_before_any_trial(capsys, monkeypatch, tmp_path):
     import importlib.util
 
-    import netsim.api as api
+    import netsim.experiment.api as api
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a))
@@ -179,7 +179,7 @@ def test_missing_parquet_writer_is_refused_before_any_trial(capsys, monkeypatch,
 def test_ctrl_c_while_drawing_figures_says_what_the_folder_holds(capsys, monkeypatch, tmp_path):
     """Ctrl-C during the figures: the new tables are complete, no figure of the previous run stays beside them,
     and the message says so (it used to say that nothing was written)."""
-    import netsim.plots as plots
+    import netsim.experiment.plots as plots
 
     out = tmp_path / "r"
     assert main(["run", "quickstart", "--out", str(out), "--set", "run.horizon=50", "--quiet", "--plots"]) == 0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from netsim.cli import main
+from netsim.experiment.cli import main
 
 SECRET = "netsim-test-secret-7d1f"
 TINY = ["--set", "run.horizon=20", "--set", "run.checkpoints=2"]
@@ -134,7 +134,7 @@ def test_names_and_paths_no_file_system_takes_are_one_line(capsys, tmp_path, mon
 
 def test_a_plugin_class_without_description_is_listed(capsys, tmp_path, isolated_plugins):
     plugin = tmp_path / "bare.py"
-    plugin.write_text("from netsim.registry import register_protocol\n\n"
+    plugin.write_text("from netsim.engine.registry import register_protocol\n\n"
                       "@register_protocol\nclass Bare:\n    name = 'bare-harden-27'\n")
     assert main(["list", "--plugin", str(plugin)]) == 0
     assert "bare-harden-27" in capsys.readouterr().out

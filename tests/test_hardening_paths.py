@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from netsim import sweeps as W
-from netsim.cli import main
+from netsim.experiment import sweeps as W
+from netsim.experiment.cli import main
 
 QUICK = ["--set", "run.horizon=40", "--set", "run.checkpoints=2", "--quiet"]
 

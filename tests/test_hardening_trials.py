@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from netsim import scenario as S
-from netsim import sweeps as W
-from netsim.cli import main
-from netsim.errors import InputError
-from netsim.sim import Simulation
-from netsim.streams import Streams, trial_sequence
-from netsim.sweeps.store import point_key
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import Streams, trial_sequence
+from netsim.experiment import sweeps as W
+from netsim.experiment.cli import main
+from netsim.experiment.sweeps.store import point_key
 from tests.conftest import scenario_dict
 
 

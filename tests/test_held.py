@@ -1,4 +1,4 @@
-"""Held deliveries (``netsim.held``, issue 25) against a plain reference model written here.
+"""Held deliveries (``netsim.engine.held``, issue 25) against a plain reference model written here.
 
 A deferred kind's ``broadcast_chunks`` flush is one flight (per-link due times as arrays), counted
 in windows between SimPy events and handed over at ``collect``. The reference takes the same
@@ -7,7 +7,7 @@ stream, blocks of BLOCK per law, per link in link order), duplicates and hold-ba
 stream) as the engine documents, and keeps every message in a plain list sorted by (due time,
 send sequence), less those whose sender is down when sending or whose receiver is down at their
 due time. At every tick the reader collects; the collected messages, taken in delivery order (the
-stable sort by due time of the list, ``netsim.held``), must be exactly the reference's messages
+stable sort by due time of the list, ``netsim.engine.held``), must be exactly the reference's messages
 due by then, with the same rows, and ``sent = delivered + dropped + in flight`` must hold with
 exactly the reference's delivered and dropped counts. A per-message kind with its own sends and
 relays runs beside it, so that flights interleave with the queue's entries; it must be delivered
@@ -20,10 +20,10 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from netsim.distributions import Distribution
-from netsim.network import BLOCK
-from netsim.streams import Streams
-from netsim.testing import MessageSpy
+from netsim.engine.distributions import Distribution
+from netsim.engine.network import BLOCK
+from netsim.engine.streams import Streams
+from netsim.experiment.testing import MessageSpy
 from tests.test_delivery_heap import NODES
 from tests.test_delivery_heap import build as heap_network
 

@@ -12,9 +12,9 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from netsim import scenario as S
-from netsim.cli import main
-from netsim.errors import InputError
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.experiment.cli import main
 from tests.conftest import scenario_dict
 
 SECTIONS = ["bandit", "network", "protocol", "adversary", "clock", "run", "bogus"]
@@ -78,8 +78,8 @@ def test_random_documents_validate_or_fail_with_one_line(mutations):
         return
     # valid: it must also run (when small)
     if _small_enough(scenario):
-        from netsim.sim import run_trial
-        from netsim.streams import trial_sequence
+        from netsim.engine.sim import run_trial
+        from netsim.engine.streams import trial_sequence
 
         run_trial(scenario, trial_sequence(scenario.run["seed"], 0), 0)
 

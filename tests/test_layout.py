@@ -50,7 +50,7 @@ def test_each_family_is_one_package():
 
 
 def test_every_family_module_registers_through_the_package():
-    from netsim.registry import protocols
+    from netsim.engine.registry import protocols
 
     found = {cls.__module__.split(".")[1] for _, cls in protocols.items() if cls.__module__.startswith("protocols.")}
     assert found == FAMILIES | {"baselines"}

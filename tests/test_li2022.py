@@ -10,10 +10,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from netsim import scenario as S
-from netsim.errors import InputError
-from netsim.sim import Simulation
-from netsim.streams import Streams, trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import Streams, trial_sequence
 from protocols.li2022.epochs import EpochSchedule
 from protocols.li2022.sac import sink_agents
 

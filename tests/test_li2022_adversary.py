@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from netsim import scenario as S
-from netsim.corruption import Lie
-from netsim.distributions import Distribution
-from netsim.handshake import bits, ids
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
-from netsim.testing import MessageSpy
+from netsim.comm.corruption import Lie
+from netsim.comm.handshake import bits, ids
+from netsim.engine import scenario as S
+from netsim.engine.distributions import Distribution
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
+from netsim.experiment.testing import MessageSpy
 from protocols.li2022.epochs import pooled_mean
 from protocols.li2022.gis import Flood
 from protocols.li2022.sac import SinkTree

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsim.handshake import ids
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.comm.handshake import ids
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 from protocols.li2022 import epochs as R
 from protocols.li2022.play import SlotRuns
 from tests.test_li2022 import scenario

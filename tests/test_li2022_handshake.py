@@ -1,4 +1,4 @@
-"""netsim.handshake: the ADV -> REQ -> DATA exchange used by GIS (li2022 Alg. 2), on its own.
+"""netsim.comm.handshake: the ADV -> REQ -> DATA exchange used by GIS (li2022 Alg. 2), on its own.
 
 Keys are record ids handled as bit sets; the reliable mode's repeats (RFC 6298 timers, numbered
 stages, answers as acknowledgements) are checked message by message against hand-derived times."""
@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsim.handshake import Handshake, bits, ids
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
-from netsim.testing import MessageSpy
-from netsim.transport import RetransmitTimer
+from netsim.comm.handshake import Handshake, bits, ids
+from netsim.comm.transport import RetransmitTimer
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
+from netsim.experiment.testing import MessageSpy
 from tests.test_li2022 import scenario
 
 A, B = 0, 1  # record ids

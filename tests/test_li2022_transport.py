@@ -9,10 +9,10 @@ import math
 
 import pytest
 
-from netsim import scenario as S
-from netsim.registry import protocols
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.registry import protocols
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 
 BASES = {
     "cdp-mab": ("li2022-fig8-homogeneous", {"run.horizon": 3000, "protocol.epsilon": math.inf}),

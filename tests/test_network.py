@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsim.distributions import Distribution
-from netsim.errors import ProtocolError
-from netsim.network import Adversary
+from netsim.engine.distributions import Distribution
+from netsim.engine.errors import ProtocolError
+from netsim.engine.network import Adversary
 from tests.conftest import make_network
 
 DELAYS = {

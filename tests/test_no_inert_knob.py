@@ -7,7 +7,7 @@ value that differs from the default, on top of a *context* (the keys that give i
 on: ``link_up_rate`` needs links that go down, ``relay`` needs liars, ...), and the run is compared
 with the run of the context alone. Exactly one of these must hold:
 
-* loading is refused with an :class:`~netsim.errors.InputError` whose ``key`` is the walked key (or,
+* loading is refused with an :class:`~netsim.engine.errors.InputError` whose ``key`` is the walked key (or,
   when the context itself is refused, the context's key: the walked key is then never reached); or
 * the tables differ: the trial row (regret, messages, counters, protocol columns) or the per-agent
   regret or pull counts.
@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from netsim import scenario as S
-from netsim.errors import InputError
-from netsim.registry import protocols
-from netsim.sim import run_trial
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.registry import protocols
+from netsim.engine.sim import run_trial
+from netsim.engine.streams import trial_sequence
 
 # rio2023: an easy 3-armed problem, so that identification (the end of a run) comes after about 2e3 slots
 RIO = {"network.agents": 6, "run.checkpoints": 1, "run.horizon": 20000, "bandit.arms": 3,
@@ -158,7 +158,7 @@ def outcome(name: str, key: str, setting: dict[str, Any], context: dict[str, Any
 def _edge(name: str) -> tuple[int, int]:
     import simpy
 
-    from netsim.streams import Streams
+    from netsim.engine.streams import Streams
 
     scenario = load(name, {})
     network = S.build_network(scenario, simpy.Environment(), Streams(trial_sequence(scenario.run["seed"], 0)))
@@ -231,7 +231,7 @@ def test_a_protocol_that_sends_nothing_refuses_message_keys(name, key, value):
 
 
 def test_relay_is_refused_for_a_protocol_that_forwards_nothing():
-    from netsim.protocol import Protocol
+    from netsim.comm.protocol import Protocol
 
     class Direct(Protocol):  # corruptible, but every message goes from its author to its reader
         name = "test-direct"
@@ -246,7 +246,7 @@ def test_relay_is_refused_for_a_protocol_that_forwards_nothing():
 
 
 def test_the_summary_shows_corrupted_messages(capsys):
-    from netsim.cli import main
+    from netsim.experiment.cli import main
 
     assert main(["run", "dubey2020a-fig1a", "--set", "network.agents=6", "--set", "network.p=0.6",
                  "--set", "run.horizon=30", "--set", "adversary.agents=[0]", "--set", "adversary.corruption=1",

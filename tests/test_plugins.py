@@ -16,13 +16,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from netsim.errors import InputError
+from netsim.engine.errors import InputError
 from tests.test_protocol_author_guide import guide_file
 
 SMALL = ["--set", "run.horizon=60", "--set", "run.checkpoints=4", "--quiet", "--no-plots"]
 OTHER = '''
-from netsim.protocol import Protocol
-from netsim.registry import register_protocol
+from netsim.comm.protocol import Protocol
+from netsim.engine.registry import register_protocol
 
 
 @register_protocol
@@ -69,7 +69,7 @@ def test_plugin_flag_and_environment_variable_run_the_guide_protocol(folder):
 
 def cli_error(capsys, *argv: str) -> str:
     """The one line ``netsim ARGV`` (run in this process) prints on stderr, exiting 2."""
-    from netsim.cli import main
+    from netsim.experiment.cli import main
 
     assert main(list(argv)) == 2
     err = capsys.readouterr().err.strip()
@@ -117,8 +117,8 @@ def test_a_failed_import_leaves_the_registries_as_they_were(tmp_path, isolated_p
 
 def test_a_spawned_worker_imports_the_plugin_files_of_the_unit(folder, isolated_plugins):
     """A process that did not inherit the registry (spawn start method) learns the files from the unit."""
-    from netsim import runner
-    from netsim import scenario as S
+    from netsim.engine import scenario as S
+    from netsim.experiment import runner
 
     isolated_plugins.load_plugin(folder / "neighbour_ucb.py")
     scenario = S.load(str(folder / "guide.toml"), ["run.horizon=30"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchmarks import reliability as rel
-from netsim.registry import protocols
+from netsim.engine.registry import protocols
 
 
 def test_every_protocol_has_a_base_instance_and_every_column_exists():

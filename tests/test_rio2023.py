@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from netsim import scenario as S
-from netsim.errors import InputError
-from netsim.sim import run_trial
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.sim import run_trial
+from netsim.engine.streams import trial_sequence
 from protocols.rio2023 import rules as R
 from protocols.rio2023.paths import ActivationClock, RewardPaths
 
@@ -139,7 +139,7 @@ def test_reward_paths_find_the_first_crossing_of_their_own_draws():
     """next_crossing agrees with a brute-force scan of the per-step sums of single pulls (pull_many on a
     twin bandit: the same uniforms, step by step), and move_to returns the sums there."""
     from netsim.bandits.stochastic import BernoulliBandit
-    from netsim.streams import Streams
+    from netsim.engine.streams import Streams
 
     opts = {"arms": 4, "means": [0.8, 0.5, 0.45, 0.2], "low": 0.0, "high": 1.0}
     for seed in range(5):
@@ -171,7 +171,7 @@ def test_reward_paths_keep_their_checks_when_interrupted_and_arms_leave():
     steps already checked (a step where no arm of a set meets the condition has none in a subset); every
     crossing must still be the first one of the banked walk over the arms still active."""
     from netsim.bandits.stochastic import BernoulliBandit
-    from netsim.streams import Streams
+    from netsim.engine.streams import Streams
 
     opts = {"arms": 6, "means": [0.8, 0.7, 0.6, 0.5, 0.4, 0.3], "low": 0.0, "high": 1.0}
     rng = np.random.default_rng(3)

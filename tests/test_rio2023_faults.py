@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from benchmarks import reliability
-from netsim.errors import InputError
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine.errors import InputError
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 
 NAMES = ["central-se", "corrupted-elimination", "dp-mase", "feraud2019", "independent-se", "mase"]
 

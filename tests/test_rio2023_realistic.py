@@ -1,4 +1,4 @@
-"""rio2023 on realistic timelines (issue 24): votes, eliminations and rejoins on netsim.transport (a
+"""rio2023 on realistic timelines (issue 24): votes, eliminations and rejoins on netsim.comm.transport (a
 vote the network drops is late, not lost), the adversary on votes, and the keys these protocols refuse."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 from scipy import stats
 
 from benchmarks import reliability
-from netsim import scenario as S
-from netsim.errors import InputError
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 
 # the reliability table's base instances (N = 16); N = 40 where M = 18 or 29 would exceed 16 voters
 VOTING = {"mase": [], "dp-mase": [], "corrupted-elimination": ["network.agents=40"],

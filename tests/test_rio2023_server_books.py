@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 from tests.test_rio2023_faults import load
 
 # An easy instance (3 arms, means 0.9, 0.4, 0.1; 2,600-8,000 rounds), the coordinator down while votes are sent

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import simpy
 
-from netsim import scenario as S
-from netsim.errors import InputError
-from netsim.streams import Streams
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.streams import Streams
 from tests.conftest import scenario_dict
 
 
@@ -116,8 +116,8 @@ def test_bad_set_syntax():
 
 
 def test_disconnected_graph_rejected_when_protocol_needs_connectivity(tmp_path):
-    from netsim.protocol import Protocol
-    from netsim.registry import protocols
+    from netsim.comm.protocol import Protocol
+    from netsim.engine.registry import protocols
 
     class NeedsConnected(Protocol):
         name = "test-needs-connected"

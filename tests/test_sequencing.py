@@ -1,11 +1,11 @@
-"""netsim.sequencing against a plain reference model: a set of every number seen per pair."""
+"""netsim.comm.sequencing against a plain reference model: a set of every number seen per pair."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsim.sequencing import INCARNATION, WINDOW, ReplayWindow, Sequencer
+from netsim.comm.sequencing import INCARNATION, WINDOW, ReplayWindow, Sequencer
 
 
 def reference_accept(seen: set[int], seq: int) -> bool:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from netsim import scenario as S
-from netsim.errors import ProtocolError
-from netsim.protocol import Protocol
-from netsim.registry import protocols
-from netsim.sim import Simulation, run_trial
-from netsim.streams import Streams, trial_sequence
+from netsim.comm.protocol import Protocol
+from netsim.engine import scenario as S
+from netsim.engine.errors import ProtocolError
+from netsim.engine.registry import protocols
+from netsim.engine.sim import Simulation, run_trial
+from netsim.engine.streams import Streams, trial_sequence
 from protocols.baselines import ucb1_index
 from tests.conftest import scenario_dict
 
@@ -126,10 +126,10 @@ def test_centralized_ucb_beats_isolated_ucb1():
 
 def test_progress_hook_follows_simulated_time():
     """The runner's bar advances inside a trial: the hook hears the fraction of the horizon at each checkpoint."""
-    from netsim import sim as simulation
-    from netsim.scenario import from_dict
-    from netsim.sim import run_trial
-    from netsim.streams import trial_sequence
+    from netsim.engine import sim as simulation
+    from netsim.engine.scenario import from_dict
+    from netsim.engine.sim import run_trial
+    from netsim.engine.streams import trial_sequence
     from tests.conftest import scenario_dict
 
     sc = from_dict(scenario_dict(run={"horizon": 40, "trials": 1, "seed": 3, "checkpoints": 4}))

@@ -19,11 +19,11 @@ import pytest
 from scipy import stats as sps
 
 import netsim
-from netsim import studies
-from netsim.cli import main
-from netsim.results import SERIES_COLUMNS, TRIAL_COLUMNS
-from netsim.studies import figures as SF
-from netsim.studies.stats import interval, pareto, slope
+from netsim.experiment import studies
+from netsim.experiment.cli import main
+from netsim.experiment.results import SERIES_COLUMNS, TRIAL_COLUMNS
+from netsim.experiment.studies import figures as SF
+from netsim.experiment.studies.stats import interval, pareto, slope
 
 STUDY = """
 title = "tiny"
@@ -107,7 +107,7 @@ def figure_csv(folder: Path, name: str) -> pd.DataFrame:
 
 
 def expected_interval(values: np.ndarray) -> tuple[float, float, float]:
-    """Mean and 95 % t interval from scipy (independent of netsim.studies.stats)."""
+    """Mean and 95 % t interval from scipy (independent of netsim.experiment.studies.stats)."""
     values = values[~np.isnan(values)]
     mean = float(values.mean())
     if len(values) == 1 or np.all(values == values[0]):  # scipy's interval of a zero spread is NaN
@@ -411,9 +411,9 @@ def test_protocol_columns_declare_what_results_return():
     """Every bundled protocol's results() keys are among its declared ``columns`` (studies check
     figure metrics against the declaration before running)."""
     from benchmarks.reliability import BASES, _load
-    from netsim.registry import protocols
-    from netsim.sim import run_trial
-    from netsim.streams import trial_sequence
+    from netsim.engine.registry import protocols
+    from netsim.engine.sim import run_trial
+    from netsim.engine.streams import trial_sequence
 
     bundled = {name: cls for name, cls in protocols.items() if cls.__module__.startswith("protocols.")}
     assert set(bundled) == set(BASES)

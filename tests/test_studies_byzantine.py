@@ -20,8 +20,8 @@ import dataclasses
 
 import pytest
 
-from netsim import runner, studies
-from netsim.api import run_study
+from netsim.experiment import runner, studies
+from netsim.experiment.api import run_study
 from tests.studycheck import check_figures
 
 NAME = "tradeoff-byzantine"

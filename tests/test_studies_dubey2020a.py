@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from netsim import studies
+from netsim.experiment import studies
 from tests.studycheck import check_figures, run_short
 
 FIGURES = ["dubey2020a-fig1a", "dubey2020a-fig1b", "dubey2020a-fig1c"]

@@ -17,7 +17,7 @@ import math
 
 import pytest
 
-from netsim import studies
+from netsim.experiment import studies
 from tests.studycheck import check_figures, run_short
 
 FIGURES = ["dubey2020b-fig1a", "dubey2020b-fig1b", "dubey2020b-fig1c", "dubey2020b-p2p"]

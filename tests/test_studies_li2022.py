@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import netsim.studies as studies
-from netsim.api import run_study
-from netsim.runner import SerialExecutor
-from netsim.studies.figures import figure_data
+import netsim.experiment.studies as studies
+from netsim.experiment.api import run_study
+from netsim.experiment.runner import SerialExecutor
+from netsim.experiment.studies.figures import figure_data
 
 FIG4 = ["eps = 0.1", "eps = 0.3", "eps = 0.5", "eps = 1", "eps = 0.03", "eps = 0.01", "eps = inf (no privacy)"]
 FIG8 = ["CDP-MAB, homogeneous", "CDP-MAB, heterogeneous", "elimination alone (M = 1), homogeneous",

@@ -2,7 +2,7 @@
 
 Every study is planned at both scales (cheap: scenarios resolved and figures checked, nothing
 runs), then run at its quick scale with 2 trials per point, and every figure is checked from the
-numbers it plots (:func:`netsim.studies.figures.figure_data`): one curve per variant, the x values
+numbers it plots (:func:`netsim.experiment.studies.figures.figure_data`): one curve per variant, the x values
 of the paper's figure, finite means inside their 95 % intervals, no unfinished or failed trial,
 and, for the log-log figures, one slope per curve.
 
@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import netsim
-from netsim import studies
-from netsim.studies.figures import figure_data
+from netsim.experiment import studies
+from netsim.experiment.studies.figures import figure_data
 
 N_GRID = [64, 128, 256, 512, 1024]                      # Fig. 1, 4, 5 of the paper
 PROBLEM1 = [0.7, 0.5, 0.3, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]

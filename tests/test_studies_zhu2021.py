@@ -3,7 +3,7 @@
 Every study is planned at both scales (cheap: scenarios resolved and figures checked, nothing
 runs), then run at its quick scale with 2 trials per point and a horizon shortened to keep this
 file under a minute of CPU (about 35 s), and every figure is checked from the numbers it plots
-(:func:`netsim.studies.figures.figure_data`): one curve per variant, the paper's time axis or the
+(:func:`netsim.experiment.studies.figures.figure_data`): one curve per variant, the paper's time axis or the
 study's grid as x, finite means inside their 95 % intervals, no unfinished or failed trial.
 
 Fig. 2(c) needs the UCI file, which is not shipped: the bundled study must stop before running
@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from netsim import runner, studies
-from netsim.api import run_study
-from netsim.errors import InputError
-from netsim.studies import spec
-from netsim.studies.figures import figure_data
+from netsim.engine.errors import InputError
+from netsim.experiment import runner, studies
+from netsim.experiment.api import run_study
+from netsim.experiment.studies import spec
+from netsim.experiment.studies.figures import figure_data
 from tests.test_zhu2021_diabetes import ARM_MEDS, encounter, write
 
 TRIALS = 2

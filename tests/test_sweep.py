@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsim import runner
-from netsim import sweeps as W
-from netsim.cli import main
-from netsim.errors import InputError
-from netsim.streams import trial_sequence
+from netsim.engine.errors import InputError
+from netsim.engine.streams import trial_sequence
+from netsim.experiment import runner
+from netsim.experiment import sweeps as W
+from netsim.experiment.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["run.horizon=120", "run.checkpoints=4"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from netsim import scenario as S
-from netsim import trace as T
-from netsim.protocol import Protocol
-from netsim.registry import protocols
+from netsim.comm.protocol import Protocol
+from netsim.engine import scenario as S
+from netsim.engine.registry import protocols
+from netsim.experiment import trace as T
 from tests.conftest import scenario_dict
 
 
@@ -92,8 +92,8 @@ def test_json_lines_and_picture(tmp_path):
 
 
 def test_tracing_is_off_by_default_and_changes_nothing():
-    from netsim.sim import Simulation
-    from netsim.streams import trial_sequence
+    from netsim.engine.sim import Simulation
+    from netsim.engine.streams import trial_sequence
 
     plain = Simulation(pingpong(loss=0.2), trial_sequence(1, 0))
     assert plain.network.tracer is None

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from netsim import scenario as S
-from netsim.cli import main
-from netsim.sim import run_trial
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.sim import run_trial
+from netsim.engine.streams import trial_sequence
+from netsim.experiment.cli import main
 
 SMALL = ["network.agents=30", "network.p=0.3", "run.horizon=60", "adversary.corruption=0.05", "run.checkpoints=5"]
 

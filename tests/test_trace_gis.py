@@ -7,7 +7,7 @@ import json
 import networkx as nx
 import pytest
 
-from netsim.cli import main
+from netsim.experiment.cli import main
 
 DELAY = 0.25  # per-stage delay of the li2022-gis-path5 scenario
 

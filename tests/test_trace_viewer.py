@@ -13,10 +13,10 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from netsim import scenario as S
-from netsim import trace as T
-from netsim import viewer as V
-from netsim.cli import main
+from netsim.engine import scenario as S
+from netsim.experiment import trace as T
+from netsim.experiment import viewer as V
+from netsim.experiment.cli import main
 
 GIS = ("gis-adv", "gis-req", "gis-data")
 
@@ -60,7 +60,7 @@ def test_gis_payloads_in_json_lines_are_lists(gis):
     parsed = [json.loads(line, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}")) for line in lines]
     adv = next(e for e in parsed if e["kind"] == "gis-adv")
     # a GIS ADV carries (tag, keys, number, repeated): the exchange epoch, the advertised record ids as a bit
-    # set, the transmission's number and whether it repeats one (netsim.handshake)
+    # set, the transmission's number and whether it repeats one (netsim.comm.handshake)
     tag, keys, number, repeated = adv["payload"]
     assert adv["payload"] == [1, keys, 0, False] and isinstance(keys, int) and keys > 0
     # one id per message: each delivery answers exactly one earlier send of the same message
@@ -141,7 +141,7 @@ def test_page_is_self_contained_and_holds_the_trace(gis):
 
 def test_every_message_tells_one_story_under_faults_and_the_page_marks_it():
     """Loss, a crash, duplication, reordering and corruption together: the events of each message id
-    form one of the allowed sequences (module docstring of netsim.trace), a corruption mark names its
+    form one of the allowed sequences (module docstring of netsim.experiment.trace), a corruption mark names its
     send's link and instant, and every drop and corruption is a message of the page."""
     scenario = S.load("dubey2020a-fig1b", [
         "network.agents=10", "network.p=0.4", "run.horizon=12", "run.checkpoints=2", "network.loss=0.05",

@@ -1,4 +1,4 @@
-"""netsim.transport: RFC 6298 timers derived by hand, and exactly-once delivery under loss, duplication,
+"""netsim.comm.transport: RFC 6298 timers derived by hand, and exactly-once delivery under loss, duplication,
 reordering and outages, against plain expectations (a set of what was sent)."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from netsim import params as P
-from netsim import scenario as S
-from netsim.corruption import Lie, rewriting
-from netsim.distributions import Distribution
-from netsim.protocol import Protocol
-from netsim.registry import protocols
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
-from netsim.transport import RetransmitTimer, Transport
+from netsim.comm.corruption import Lie, rewriting
+from netsim.comm.protocol import Protocol
+from netsim.comm.transport import RetransmitTimer, Transport
+from netsim.engine import params as P
+from netsim.engine import scenario as S
+from netsim.engine.distributions import Distribution
+from netsim.engine.registry import protocols
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 from tests.conftest import scenario_dict
 
 
@@ -292,7 +292,7 @@ def test_rewriting_corruptor_counts_and_keeps_untouched_payloads():
     ({"link_corruption": 0.5}, "adversary.link_corruption"),
 ])
 def test_an_adversary_that_would_do_nothing_is_refused(adversary, key):
-    from netsim.errors import InputError
+    from netsim.engine.errors import InputError
 
     doc = scenario_dict(protocol={"name": "ucb1"}, adversary=adversary)
     with pytest.raises(InputError) as info:
@@ -301,7 +301,7 @@ def test_an_adversary_that_would_do_nothing_is_refused(adversary, key):
 
 
 def test_can_lose_names_what_loses_messages():
-    from netsim.transport import can_lose
+    from netsim.comm.transport import can_lose
 
     def scenario(network=None, faults=None):
         doc = scenario_dict(protocol={"name": "dubey2020a-private"}, network={"agents": 3, **(network or {})})

@@ -1,15 +1,15 @@
-"""netsim.transport.Timers and netsim.exchanges.Exchanges: expiry order and RFC 6298 backoff, by hand."""
+"""netsim.comm.transport.Timers and netsim.comm.exchanges.Exchanges: expiry order and RFC 6298 backoff, by hand."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from netsim import scenario as S
-from netsim.exchanges import Exchanges
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
-from netsim.transport import RetransmitTimer, Timers
+from netsim.comm.exchanges import Exchanges
+from netsim.comm.transport import RetransmitTimer, Timers
+from netsim.engine import scenario as S
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 from tests.conftest import scenario_dict
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from netsim import params as P
-from netsim import scenario as S
-from netsim.errors import InputError
-from netsim.protocol import Protocol
-from netsim.registry import protocols
-from netsim.results import write_results
-from netsim.runner import run_scenario
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.comm.protocol import Protocol
+from netsim.engine import params as P
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.registry import protocols
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
+from netsim.experiment.results import write_results
+from netsim.experiment.runner import run_scenario
 from tests.conftest import scenario_dict
 
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from netsim import scenario as S
-from netsim.errors import InputError
-from netsim.sim import Simulation, run_trial
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.sim import Simulation, run_trial
+from netsim.engine.streams import trial_sequence
 from protocols.zhu2021 import gossip, rules
 
 # Heterogeneous instance where every agent's local best arm differs from the global best:
@@ -357,8 +357,8 @@ def test_regret_grows_as_epsilon_falls():
 
 
 def test_paper_mode_rejects_message_faults_realistic_mode_accepts_them():
-    from netsim import scenario as S
-    from netsim.errors import InputError
+    from netsim.engine import scenario as S
+    from netsim.engine.errors import InputError
 
     with pytest.raises(InputError, match="protocol.mode"):
         S.load("zhu2021-fig2a-epsinf", ["faults.duplication=0.1"])

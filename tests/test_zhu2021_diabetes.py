@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from netsim import scenario as S
 from netsim.bandits import diabetes as D
-from netsim.errors import InputError
-from netsim.sim import run_trial
-from netsim.streams import trial_sequence
+from netsim.engine import scenario as S
+from netsim.engine.errors import InputError
+from netsim.engine.sim import run_trial
+from netsim.engine.streams import trial_sequence
 
 # The 50 columns of the UCI file, in its order.
 COLUMNS = [
@@ -102,7 +102,7 @@ def test_bandit_means_and_regret_from_the_file(data_file):
         "network": {"topology": "complete", "agents": 3},
         "protocol": {"name": "fed-ucb", "epsilon": 2.0}, "run": {"horizon": 300, "seed": 4},
     })
-    from netsim.sim import Simulation
+    from netsim.engine.sim import Simulation
 
     sim = Simulation(sc, trial_sequence(4, 0))
     expected = np.array([[((h + k) % 4 + 1) / 4 for k in range(5)] for h in range(3)])

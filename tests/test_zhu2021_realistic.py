@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from netsim.sim import Simulation
-from netsim.streams import trial_sequence
+from netsim.engine.sim import Simulation
+from netsim.engine.streams import trial_sequence
 from protocols.zhu2021 import exchange
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -185,8 +185,8 @@ def test_agent_crash_and_restart(name, state):
 
 
 def test_paper_mode_refuses_crashes_with_one_line():
-    from netsim import scenario as S
-    from netsim.errors import InputError
+    from netsim.engine import scenario as S
+    from netsim.engine.errors import InputError
 
     with pytest.raises(InputError, match="protocol.mode"):
         S.load("zhu2021-fig2a-epsinf", ["faults.crashes=[{node=1, start=10, end=20}]"])
@@ -312,8 +312,8 @@ def test_byzantine_agents_corrupt_theta_transfers_and_counts(name):
 
 
 def test_paper_mode_refuses_an_adversary_with_one_line():
-    from netsim import scenario as S
-    from netsim.errors import InputError
+    from netsim.engine import scenario as S
+    from netsim.engine.errors import InputError
 
     with pytest.raises(InputError, match="protocol.mode"):
         S.load("zhu2021-fig2a-epsinf", ["adversary.byzantine=0.34", "adversary.corruption=1.0"])

@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from netsim import params as P
-from netsim.registry import PLUGIN_HINT, Registry
-from netsim.streams import Streams
+from netsim.engine import params as P
+from netsim.engine.registry import PLUGIN_HINT, Registry
+from netsim.engine.streams import Streams
 
 #: the bandit kinds, by name (``[bandit] kind``): the bundled ones register when
 #: :mod:`netsim.bandits` is imported, a plug-in's with ``@bandits.register(name)``
@@ -44,7 +44,7 @@ class BanditEnvironment:
 
     @classmethod
     def check(cls, options: Mapping[str, Any], source: str | None = None) -> None:
-        """Refuse, with an :class:`~netsim.errors.InputError`, options this kind cannot run (called when the
+        """Refuse, with an :class:`~netsim.engine.errors.InputError`, options this kind cannot run (called when the
         scenario is loaded, after each key was validated on its own). The default accepts them."""
 
     @classmethod

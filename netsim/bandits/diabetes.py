@@ -46,11 +46,11 @@ from typing import Any
 
 import numpy as np
 
-from netsim import files
-from netsim import params as P
 from netsim.bandits.base import bandits
 from netsim.bandits.tabular import TabularBandit
-from netsim.errors import InputError
+from netsim.engine import files
+from netsim.engine import params as P
+from netsim.engine.errors import InputError
 
 MEDICATIONS = (
     "metformin", "repaglinide", "nateglinide", "chlorpropamide", "glimepiride", "acetohexamide", "glipizide",

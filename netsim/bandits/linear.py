@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from netsim import params as P
 from netsim.bandits.base import BanditEnvironment, bandits
-from netsim.errors import InputError
-from netsim.streams import Streams
+from netsim.engine import params as P
+from netsim.engine.errors import InputError
+from netsim.engine.streams import Streams
 
 
 def unit_ball(rng: np.random.Generator, d: int) -> np.ndarray:

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from netsim import params as P
 from netsim.bandits.base import BanditEnvironment, bandits
-from netsim.errors import InputError
-from netsim.streams import Streams
+from netsim.engine import params as P
+from netsim.engine.errors import InputError
+from netsim.engine.streams import Streams
 
 
 def _means_field(doc: str, label: str = "", unit: str | None = None) -> P.Field:

@@ -21,17 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from netsim import files
-from netsim import params as P
 from netsim.bandits.base import BanditEnvironment, bandits
-from netsim.errors import InputError
-from netsim.streams import Streams
+from netsim.engine import files
+from netsim.engine import params as P
+from netsim.engine.errors import InputError
+from netsim.engine.streams import Streams
 
 
 def read_table(path: Path, agent_column: str, arm_column: str, reward_column: str) -> tuple[list, list, dict]:
     """Rows of the CSV grouped by (agent label, arm label) → array of rewards (read once per file version).
 
-    Every problem is one :class:`~netsim.errors.InputError` naming the file, the line and the column, never
+    Every problem is one :class:`~netsim.engine.errors.InputError` naming the file, the line and the column, never
     quoting the file's contents (``file`` may name any file the user can read).
     """
     info = os.stat(path) if os.path.isfile(path) else None

@@ -8,7 +8,7 @@ Protocols
     ``dp-ucb-int``            Baseline: DP-UCB-INT (Tossou & Dimitrakakis 2016) on every agent in
                               isolation. Isolated UCB1 is the existing ``ucb1`` protocol.
 
-Messages travel with :class:`netsim.flooding.Flooding` (the LOCAL protocol, Sec. 2): each
+Messages travel with :class:`netsim.comm.flooding.Flooding` (the LOCAL protocol, Sec. 2): each
 agent publishes one record per trial, records are forwarded gamma hops, one engine message
 per link per trial. Agent m therefore holds the message agent m' created d(m, m') trials
 ago, for every m' within gamma hops (Eq. 4).

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsim import params as P
-from netsim.flooding import Flooding
-from netsim.registry import register_protocol
+from netsim.comm import Flooding, register_protocol
+from netsim.comm import params as P
 from protocols.dubey2020a.rules import COLUMNS, byzantine_choice, gamma_field, resolve_gamma
 from protocols.dubey2020a.trials import Trials
 from protocols.robust import SampleSets

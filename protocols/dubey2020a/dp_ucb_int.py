@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsim.registry import register_protocol
+from netsim.comm import register_protocol
 from protocols.dubey2020a.rules import COLUMNS, epsilon_field, record_counts_field, ucb_choice, v_field
 from protocols.dubey2020a.trials import Trials, check_record_counts, forget_own, init_own, own_update, paired_counts
 

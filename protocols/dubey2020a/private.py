@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsim.corruption import Lie, rewriting
-from netsim.flooding import Flooding
-from netsim.registry import register_protocol
+from netsim.comm import Flooding, Lie, register_protocol, rewriting
 from protocols.dubey2020a.rules import (
     COLUMNS,
     epsilon_field,
@@ -63,7 +61,7 @@ class PrivateMultiAgentUCB(Trials):
 
         A byzantine sender lies about its own records (``origin == sender``), and with
         ``adversary.relay`` about every record it forwards; a corrupting link about every record.
-        Each of the 2K values of such a record is replaced independently (:class:`netsim.corruption.Lie`).
+        Each of the 2K values of such a record is replaced independently (:class:`netsim.comm.corruption.Lie`).
         """
         rows = np.ones(len(payload), dtype=bool) if lie.relay else payload["origin"] == lie.sender
         mean, count = lie(payload["mean"][rows]), lie(payload["count"][rows])

@@ -9,7 +9,7 @@ import math
 import networkx as nx
 import numpy as np
 
-from netsim import params as P
+from netsim.comm import params as P
 from protocols.ucb import ucb_index
 
 GAMMA_WORDS = ("half-diameter", "diameter")

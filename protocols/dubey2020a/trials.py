@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsim.errors import InputError
-from netsim.protocol import Protocol
+from netsim.comm import InputError, Protocol
 from protocols.dubey2020a.rules import resolve_gamma
 from protocols.privacy.interval import IntervalMechanism
 

@@ -47,9 +47,10 @@ Decisions where the text is garbled or silent (each pinned by a test):
   Thm. 1 threshold (``mlogt``) a private run synchronises rarely; this is the rule as printed.
 
 Realistic timelines (docs/faults.md, docs/protocols/feducb.md "Faults"). The four kinds travel
-on transports (:class:`netsim.transport.Transport`) sharing one RFC 6298 :class:`~netsim.transport.RetransmitTimer`
+on transports (:class:`netsim.comm.transport.Transport`) sharing one RFC 6298
+:class:`~netsim.comm.transport.RetransmitTimer`
 (keys ``rto_initial``, ``rto_min``, ``rto_max``). When no message can be lost
-(:func:`netsim.transport.can_lose`: no link loss, outages or crashes; paper mode) they are plain
+(:func:`netsim.comm.transport.can_lose`: no link loss, outages or crashes; paper mode) they are plain
 datagrams, so the run sends exactly what Alg. 1 sends; otherwise:
 
 * requests, uploads and syncs are acknowledged and retransmitted until acknowledged (a lost one
@@ -62,7 +63,7 @@ datagrams, so the run sends exactly what Alg. 1 sends; otherwise:
 
 Every message also carries a sequence number so that a copy or a late message never acts twice
 or overwrites newer state, transport or not (duplication and reordering lose nothing, so they run
-on datagrams): requests carry the sender's own number (``netsim.sequencing``; a copy is dropped at
+on datagrams): requests carry the sender's own number (``netsim.comm.sequencing``; a copy is dropped at
 the controller) and the last round r_i the sender applied; calls, uploads and syncs carry the round
 number r (the controller's sequence): an agent answers the call of a round at most once (a copy of
 a call would otherwise privatise and upload again), the controller keeps one upload per agent and
@@ -89,7 +90,7 @@ round, and an agent applies a sync only if its round is newer than the last it a
   plays every agent at once.
 * ``[adversary]``: uploads (U_hat, u_hat) and syncs (S, s) carry the statistics
   (``corruptible``); a byzantine agent or a corrupting link replaces each value of them w.p.
-  ``corruption`` by a draw of Q (:mod:`netsim.corruption`, the Gram matrices kept symmetric). The
+  ``corruption`` by a draw of Q (:mod:`netsim.comm.corruption`, the Gram matrices kept symmetric). The
   controller has no defence: a lie enters S as it is.
 
 Linear algebra: V^-1 is kept by Sherman-Morrison rank-one updates and log det V by the
@@ -108,12 +109,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from netsim import params as P
-from netsim.corruption import Lie, rewriting
-from netsim.protocol import Protocol
-from netsim.registry import register_protocol
-from netsim.sequencing import INCARNATION, ReplayWindow, Sequencer
-from netsim.transport import Transport, can_lose, check_timer, timer_from
+from netsim.comm import (
+    INCARNATION,
+    Lie,
+    Protocol,
+    ReplayWindow,
+    Sequencer,
+    Transport,
+    can_lose,
+    check_timer,
+    register_protocol,
+    rewriting,
+    timer_from,
+)
+from netsim.comm import params as P
 from protocols.feducb.linucb import (
     FIELDS,
     LinUCBState,
@@ -171,7 +180,7 @@ class CentralizedFedUCB(Protocol):
 
     @classmethod
     def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
-        """The default per slot; memory: every agent's OFUL statistics and tree sums (netsim.budget)."""
+        """The default per slot; memory: every agent's OFUL statistics and tree sums (netsim.engine.budget)."""
         events, _ = super().work(scenario, slots=slots, links=links)
         return events, statistics_bytes(scenario, learners=scenario.network["agents"] + 1, slots=slots)
 
@@ -430,7 +439,7 @@ class CentralizedFedUCB(Protocol):
             return  # kept: the open round goes on; what was sent to it while down is retransmitted
         self.round_open = False
         self.uploads, self.latest, self.former = {}, {}, {}
-        # round numbers go on above every number used before (a new incarnation, as netsim.sequencing)
+        # round numbers go on above every number used before (a new incarnation, as netsim.comm.sequencing)
         self.completed = (self.completed // INCARNATION + 1) * INCARNATION
         self.last_sync = None
         self.requests_seen = ReplayWindow()

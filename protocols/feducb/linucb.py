@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from netsim import params as P
-from netsim.transport import TIMER_FIELDS
+from netsim.comm import TIMER_FIELDS
+from netsim.comm import params as P
 from protocols.privacy.gaussian_tree import FedUCBCalibration
 
 MODES = ("mlogt", "m1.5", "mt")

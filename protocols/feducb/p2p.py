@@ -4,7 +4,7 @@ The appendix with the pseudocode is not in the converted text; this module imple
 Sec. 4.2 describes, with the decisions below (each pinned by a test in ``tests/test_feducb_p2p.py``).
 
 * Communication is the LOCAL protocol: a message travels at most gamma hops, one hop per trial
-  (unit link delays), duplicates dropped; it is :class:`netsim.flooding.Flooding` (issue 5),
+  (unit link delays), duplicates dropped; it is :class:`netsim.comm.flooding.Flooding` (issue 5),
   used twice: kind ``feducb-p2p-request`` and kind ``feducb-p2p-reply``.
 * Any delay law (realistic mode). The paper assumes unit delays; with sampled per-hop delays a
   record still travels at most gamma hops (its life), each hop taking the link's sampled delay
@@ -48,7 +48,7 @@ Sec. 4.2 describes, with the decisions below (each pinned by a test in ``tests/t
   clock (the subsampling argument needs all agents on the same round robin).
 * ``[adversary]``: replies carry the statistics (``corruptible``); a byzantine agent replaces each
   value of its own replies' (U_hat, u_hat) (and, with ``relay``, of the replies it forwards) w.p.
-  ``corruption`` by a draw of Q (:mod:`netsim.corruption`, U_hat kept symmetric); a corrupting
+  ``corruption`` by a draw of Q (:mod:`netsim.comm.corruption`, U_hat kept symmetric); a corrupting
   link does so in transit. Nobody checks: a lie enters the group statistics as it is.
 * Threshold D: the same modes as the centralized protocol with M = |N_i| replaced by the number
   of agents M in the formulas (``communication`` / ``threshold`` keys), T counted in trials.
@@ -62,13 +62,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from netsim import params as P
-from netsim.corruption import Lie, rewriting
-from netsim.errors import InputError
-from netsim.flooding import Flooding
-from netsim.protocol import Protocol
-from netsim.registry import register_protocol
-from netsim.transport import check_timer, timer_from
+from netsim.comm import Flooding, InputError, Lie, Protocol, check_timer, register_protocol, rewriting, timer_from
+from netsim.comm import params as P
 from protocols.feducb.linucb import (
     FIELDS,
     LinUCBState,
@@ -134,7 +129,7 @@ class DecentralizedFedUCB(Protocol):
     @classmethod
     def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
         """The default per slot; memory: gamma learners per agent and every agent's table of the gamma
-        estimators of every other agent (M x M x gamma d x d matrices, netsim.budget)."""
+        estimators of every other agent (M x M x gamma d x d matrices, netsim.engine.budget)."""
         events, _ = super().work(scenario, slots=slots, links=links)
         M, gamma, d = scenario.network["agents"], scenario.protocol["gamma"], scenario.bandit["dimension"]
         return events, statistics_bytes(scenario, learners=M * gamma, slots=slots) + 8.0 * M * M * gamma * d * (d + 1)

@@ -43,7 +43,7 @@ Decisions (see docs/protocols/li2022.md; each pinned by a test):
 * Lossy links (whenever a message can be lost: loss, link outages, crashes): every wait is bounded by
   an RFC 6298 timer per pair of nodes (keys ``rto_initial``, ``rto_min``, ``rto_max``, in slots):
   GIS/SAC ADVs and REQs are repeated until answered (the answer is the acknowledgement), the
-  server recalls overdue uploads, SAC tree hops ride a ``netsim.transport.Transport``; so every
+  server recalls overdue uploads, SAC tree hops ride a ``netsim.comm.transport.Transport``; so every
   round completes (docs/protocols/li2022.md, "Reliable mode").
 * Adversary: uploads, GIS/SAC DATA and SAC hops are corruptible; a corrupted DATA carries its
   values and its receiver uses and forwards them; DDP agents that then disagree split into

@@ -9,8 +9,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from netsim import params as P
-from netsim.registry import register_protocol
+from netsim.comm import params as P
+from netsim.comm import register_protocol
 from protocols.li2022.elimination import COMMON_FIELDS, Elimination
 from protocols.li2022.uploads import Uploads, lie_about_record
 

@@ -8,10 +8,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from netsim import params as P
-from netsim.corruption import rewriting
-from netsim.errors import InputError
-from netsim.registry import register_protocol
+from netsim.comm import InputError, register_protocol, rewriting
+from netsim.comm import params as P
 from protocols.li2022.elimination import COMMON_FIELDS, Elimination
 from protocols.li2022.gis import Flood
 

@@ -21,10 +21,8 @@ import math
 
 import numpy as np
 
-from netsim import params as P
-from netsim.errors import InputError
-from netsim.protocol import Protocol
-from netsim.transport import TIMER_FIELDS, can_lose, check_timer, timer_from
+from netsim.comm import TIMER_FIELDS, InputError, Protocol, can_lose, check_timer, timer_from
+from netsim.comm import params as P
 from protocols.li2022.epochs import EpochPlan, EpochSchedule, PrivateMeans, eliminate, pooled_mean, pooled_radius
 from protocols.li2022.play import SlotRuns
 from protocols.privacy.mechanisms import LaplaceMechanism
@@ -42,7 +40,7 @@ COMMON_FIELDS = {
     "rounds": P.integer(0, low=0, doc="round cap R (Delta_r = Delta^{r/R}, Sec. IV-B); 0 = no cap (Delta_r = 2^-r)",
                         label="round cap R"),
     # The retransmission timer of the reliable mode (on whenever a message can be lost), in slots (the
-    # clock period): rto_initial 3, rto_min 1, rto_max 64 (netsim.transport.TIMER_FIELDS, RFC 6298).
+    # clock period): rto_initial 3, rto_min 1, rto_max 64 (netsim.comm.transport.TIMER_FIELDS, RFC 6298).
     **TIMER_FIELDS,
 }
 

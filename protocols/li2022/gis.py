@@ -9,13 +9,13 @@ owner calls :meth:`Flood.tick` once per slot): a record received during slot s i
 at the start of slot s + 1, so with per-stage link delays of at most a third of a slot one
 ADV -> REQ -> DATA exchange fits in one slot and records travel one hop per slot, exactly like
 flooding one hop per slot. With random delays an exchange may span several slots; with loss the
-handshake runs in reliable mode (see :mod:`netsim.handshake`) and repeats unanswered stages on
-RFC 6298 timers (:mod:`netsim.transport`), one per pair of neighbours.
+handshake runs in reliable mode (see :mod:`netsim.comm.handshake`) and repeats unanswered stages on
+RFC 6298 timers (:mod:`netsim.comm.transport`), one per pair of neighbours.
 
 One shared table (issue 16). Within a round every record is immutable: record j is agent j's
 (ybar_j, n_j) as of the round's start. So the round keeps one (M, K) table of records and, per
 agent i, the bit set ``have[i]`` of the records it holds (a Python integer, see
-:mod:`netsim.handshake`) instead of a copy per agent; a DATA message names its keys (its size
+:mod:`netsim.comm.handshake`) instead of a copy per agent; a DATA message names its keys (its size
 counts them) and the receiver reads the values from the table, which is exactly what the copy it
 carries would contain.
 
@@ -52,13 +52,11 @@ from typing import Any
 
 import numpy as np
 
-from netsim.corruption import Lie
-from netsim.handshake import Handshake, bits, ids
-from netsim.transport import RetransmitTimer
+from netsim.comm import Handshake, Lie, RetransmitTimer, bits, ids
 
 
 class Flood:
-    """GIS dissemination (Alg. 2) of one record per agent, on top of :class:`~netsim.handshake.Handshake`.
+    """GIS dissemination (Alg. 2) of one record per agent, on top of :class:`~netsim.comm.handshake.Handshake`.
 
     ``begin(records, counts, participants, groups, sinks)`` starts an exchange epoch in which agent
     j's record is ``records[j]`` with sample count ``counts[j]`` (participants only). Within each
@@ -267,7 +265,7 @@ class Flood:
                 self._forged_bits[node] |= 1 << key
 
     def rewrite_data(self, payload: tuple, lie: Lie) -> tuple:
-        """The corruption rule of DATA (``netsim.corruption.rewriting``): the lie applies to the private
+        """The corruption rule of DATA (``netsim.comm.corruption.rewriting``): the lie applies to the private
         means of the records the message carries, as its sender holds them (its forged copies
         included); a byzantine sender lies about its own record only unless ``[adversary] relay``
         (``lie.relay``; a corrupting link may touch every record). Sample counts are not touched: the

@@ -1,6 +1,6 @@
 """Sink agents (li2022 Alg. 4) and SAC along a shortest-path tree to each sink (Theorem 4's proof).
 
-On lossy links (reliable mode) every hop goes through a :class:`netsim.transport.Transport`:
+On lossy links (reliable mode) every hop goes through a :class:`netsim.comm.transport.Transport`:
 numbered per (child, parent) pair, acknowledged, retransmitted on the pair's RFC 6298 timer and
 handed to the parent exactly once.
 """
@@ -13,9 +13,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from netsim.corruption import Lie
-from netsim.network import Message
-from netsim.transport import RetransmitTimer, Transport
+from netsim.comm import Lie, Message, RetransmitTimer, Transport
 
 
 def sink_agents(graph: nx.Graph, components: Sequence[Sequence[int]]) -> tuple[list[int], list[int], int]:
@@ -49,7 +47,7 @@ class SinkTree:
     relay forwards what it received at the next slot boundary (each record once), so a record
     reaches the sink after sd(i, SA_q) slots. ``on_group(q)`` fires when the sink of component
     q holds all M_q records. With a ``timer`` (reliable mode) every hop travels on a
-    :class:`~netsim.transport.Transport` (acknowledged, repeated on RFC 6298 timers, delivered once).
+    :class:`~netsim.comm.transport.Transport` (acknowledged, repeated on RFC 6298 timers, delivered once).
 
     Crashes (``docs/faults.md``): the participants are the agents up at the round's start. The
     sink waits for the record of every participant whose whole path to the sink is up at the
@@ -97,7 +95,7 @@ class SinkTree:
 
     @staticmethod
     def rewrite_hop(payload: tuple, lie: Lie) -> tuple:
-        """The corruption rule of a hop (``netsim.corruption.rewriting``): the lie applies to the private
+        """The corruption rule of a hop (``netsim.comm.corruption.rewriting``): the lie applies to the private
         means it carries; a byzantine sender lies about its own record only unless ``lie.relay``."""
         tag, keys, values = payload
         if lie.relay:

@@ -9,7 +9,7 @@ that waits, and it knows for which uploads and since when: the synchronisation c
 starts the round (CDP-MAB: every selected agent uploads at the round's start) or sees a sink's
 collection end (HDP-MAB: the sink uploads then), for free, as it announces I^(r) (decision 4). So
 the *server* runs the retransmission timer, one per (server, agent) pair
-(:class:`netsim.exchanges.Exchanges`): the moment the upload is due is an implicit first request;
+(:class:`netsim.comm.exchanges.Exchanges`): the moment the upload is due is an implicit first request;
 if the upload has not arrived one RTO later, the server sends a recall (``<prefix>-recall``,
 numbered) and backs off; the agent answers every recall with its upload, which echoes the recall's
 number (the upload sent by itself echoes 0). Each upload that arrives measures the round trip of
@@ -35,10 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from netsim.corruption import Lie, rewriting
-from netsim.exchanges import Exchanges
-from netsim.network import Message
-from netsim.transport import RetransmitTimer
+from netsim.comm import Exchanges, Lie, Message, RetransmitTimer, rewriting
 
 
 class Uploads:

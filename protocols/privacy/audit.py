@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from netsim.registry import audit_targets
+from netsim.comm import audit_targets
 
 Sampler = Callable[[Mapping[str, Any], int, np.random.Generator, bool], np.ndarray]
 

@@ -3,7 +3,7 @@
 The targets of :mod:`.targets` and of the families' ``audit`` modules call a mechanism the way a
 protocol is *meant* to call it. A protocol that builds its mechanism with the wrong parameters
 (ten times its epsilon, a tenth of the noise) passes those audits. The targets here do not build
-any mechanism: each trial is one agent of a real :class:`~netsim.sim.Simulation` of the protocol,
+any mechanism: each trial is one agent of a real :class:`~netsim.engine.sim.Simulation` of the protocol,
 built from a scenario whose ``[protocol]`` table holds the claimed parameters; the bandit's
 rewards (and contexts) are replaced by the two neighbouring sequences D and D', and the statistic
 is read from what the protocol itself releases (the values it publishes, or the messages it
@@ -67,9 +67,8 @@ def _chunks(trials: int, rng: np.random.Generator, one: Callable[[int, int], np.
 def _simulation(document: dict[str, Any], seed: int, scenarios: dict[int, Any]):
     """A simulation of ``document`` seeded with ``seed``; ``scenarios`` keeps the validated scenario per
     size (validation builds a network too: once per size is enough, the seed goes to the trial)."""
-    from netsim import scenario as S
-    from netsim.sim import Simulation
-    from netsim.streams import trial_sequence
+    from netsim.comm import Simulation, trial_sequence
+    from netsim.comm import scenario as S
 
     agents = document["network"]["agents"]
     if agents not in scenarios:
@@ -185,7 +184,7 @@ def _cdp(params: Mapping[str, Any], trials: int, rng: np.random.Generator, neigh
         sim = _simulation(_cdp_document(params, agents), seed, scenarios)
         # D': the agent's first reward of arm 0 (in epoch 1's exploration) is 1
         sim.bandit.pull_many = _neighbouring_rewards(agents, neighbour)
-        from netsim.testing import MessageSpy
+        from netsim.experiment.testing import MessageSpy
 
         spy = MessageSpy(kinds=["cdp-upload"]).attach(sim)
         sim.run()
@@ -385,13 +384,14 @@ def _dp_mase(params: Mapping[str, Any], trials: int, rng: np.random.Generator, n
     """Statistic: 1 when the agent's first-epoch message is a vote against arm 0 (Alg. 2 line 11), else 0.
 
     The rewards of an epoch enter DP-MASE through their sums only (``pull_many(agents, arms, R(e))`` at the
-    epoch end); the votes are read from the messages the protocol sends (a :class:`~netsim.testing.MessageSpy`).
+    epoch end); the votes are read from the messages the protocol sends (a
+    :class:`~netsim.experiment.testing.MessageSpy`).
     The agents only talk to the coordinator, which never eliminates anything here (see the scenario), and an
     agent's first-epoch vote depends on its own epoch-1 sums and Laplace draws only (rio2023 proof of
     Prop. 4.1: K^n is synchronised after the vote), so the agents of one simulation are independent trials.
     A vote against arm 1 (a tail event of probability about 1e-50 at the defaults) counts as no vote.
     """
-    from netsim.testing import MessageSpy
+    from netsim.experiment.testing import MessageSpy
 
     low, high = _dp_mase_sums(params)
     scenarios: dict[int, Any] = {}

@@ -3,9 +3,9 @@ coordinator and eliminations back (see :mod:`protocols.rio2023`).
 
 Realistic timelines (docs/faults.md, docs/protocols/rio2023.md):
 
-* Votes, eliminations and ``rejoin`` messages travel on transports (:class:`netsim.transport.Transport`)
+* Votes, eliminations and ``rejoin`` messages travel on transports (:class:`netsim.comm.transport.Transport`)
   sharing one RFC 6298 timer (keys ``rto_initial``, ``rto_min``, ``rto_max``, in rounds). When a
-  message can be lost (:func:`netsim.transport.can_lose`: link loss, outages, crashes) each is
+  message can be lost (:func:`netsim.comm.transport.can_lose`: link loss, outages, crashes) each is
   acknowledged and retransmitted until acknowledged, for at most ``give_up`` transmissions: a vote
   the network drops is *delayed*, not lost (CORRUPTED ELIMINATION's xi is the algorithm's own
   corruption of its votes, Prop. 5.1, and is the only way a vote disappears). Otherwise (paper
@@ -17,7 +17,7 @@ Realistic timelines (docs/faults.md, docs/protocols/rio2023.md):
   the vector of lambda^n_k nu^n_k, one message per arm voted against); the coordinator adds the
   vote to lambda_k (Alg. 1 line 10, Alg. 3 line 9). ``[adversary]`` (``corruptible = ("vote",)``):
   a byzantine agent or a corrupting link replaces the vote w.p. ``corruption`` by a draw of Q
-  (:mod:`netsim.corruption`) and the coordinator adds what it reads, unchecked: Q = Bernoulli(0)
+  (:mod:`netsim.comm.corruption`) and the coordinator adds what it reads, unchecked: Q = Bernoulli(0)
   (the default) withholds votes, as xi does but unknown to the threshold; Q = constant c gives one
   agent the weight of c voters.
 * Crashes (round-by-round simulation, ``simulation = "rounds"``; the exact-law event mode cannot
@@ -45,12 +45,9 @@ from typing import Any
 
 import numpy as np
 
-from netsim import faults as F
-from netsim import params as P
-from netsim.corruption import Lie, rewriting
-from netsim.errors import InputError
-from netsim.protocol import Protocol
-from netsim.transport import TIMER_FIELDS, Transport, can_lose, check_timer, timer_from
+from netsim.comm import TIMER_FIELDS, InputError, Lie, Protocol, Transport, can_lose, check_timer, rewriting, timer_from
+from netsim.comm import faults as F
+from netsim.comm import params as P
 from protocols.rio2023.paths import ActivationClock
 from protocols.rio2023.rules import agent_weights, se_radius, voting_threshold
 
@@ -134,7 +131,7 @@ class MultiAgentBAI(Protocol):
 
     @classmethod
     def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
-        """Events and memory of a trial (netsim.budget). The run ends when one arm is left, long before the
+        """Events and memory of a trial (netsim.engine.budget). The run ends when one arm is left, long before the
         bundled horizon of 1e12 (:meth:`steps`). Events mode: a few events and the reward paths (K numbers
         per step) per agent; rounds mode: one round per step of each agent. Without explicit means, or with
         the two best equal (elimination never separates them), the horizon bounds the run: one event per
@@ -169,7 +166,8 @@ class MultiAgentBAI(Protocol):
 
     @classmethod
     def span(cls, scenario: Any) -> float:
-        """The run ends when one arm is left: about :meth:`steps` clock periods (netsim.budget), with a margin."""
+        """The run ends when one arm is left: about :meth:`steps` clock periods (netsim.engine.budget), with a
+        margin."""
         found = cls.steps(scenario)
         horizon = scenario.run["horizon"]
         return horizon if found is None else min(horizon, 4.0 * found[1] * scenario.clock["period"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsim.registry import register_protocol
+from netsim.comm import register_protocol
 from protocols.rio2023.bai import COMMON, MultiAgentBAI
 from protocols.rio2023.paths import RewardPaths
 from protocols.rio2023.rules import se_local_elimination

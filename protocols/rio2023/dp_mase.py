@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from netsim import params as P
-from netsim.registry import register_protocol
+from netsim.comm import params as P
+from netsim.comm import register_protocol
 from protocols.privacy.mechanisms import LaplaceMechanism
 from protocols.rio2023.bai import VOTING, MultiAgentBAI
 from protocols.rio2023.rules import dp_local_elimination, dp_radii, epoch_length

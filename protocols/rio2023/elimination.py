@@ -8,9 +8,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from netsim import params as P
-from netsim.errors import InputError
-from netsim.registry import register_protocol
+from netsim.comm import InputError, register_protocol
+from netsim.comm import params as P
 from protocols.rio2023.bai import COMMON, VOTING, MultiAgentBAI
 from protocols.rio2023.paths import RewardPaths
 from protocols.rio2023.rules import eta_xi, se_eliminated

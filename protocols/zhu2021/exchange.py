@@ -14,8 +14,8 @@ delivered reliably and applied exactly once, so no half is ever lost or doubled:
 
 1. Link (u, v) fired at time s and u is the end that opens (the protocol picks either end with
    probability 1/2). Unless u has an exchange open, it opens exchange number k (per-sender
-   numbers with incarnations, :class:`netsim.sequencing.Sequencer`) and sends the request
-   ``zhu2021-theta`` = (k, a), a = theta_u(s), on a :class:`netsim.transport.Transport` whose
+   numbers with incarnations, :class:`netsim.comm.sequencing.Sequencer`) and sends the request
+   ``zhu2021-theta`` = (k, a), a = theta_u(s), on a :class:`netsim.comm.transport.Transport` whose
    answer is its acknowledgement: it is retransmitted on the RFC 6298 timer of the pair (u, v)
    until the reply arrives, at most ``ATTEMPTS`` times in all; then u gives up and closes k.
    Copies are handed to v once, whatever loss, duplication and reordering did.
@@ -38,9 +38,9 @@ delivered reliably and applied exactly once, so no half is ever lost or doubled:
    values; a second answer would give a its weight -1/4. (Refusing every request while open, as
    the previous version did, wasted about a third of the exchanges on K3 with unit-mean delays.)
 
-Timers (:class:`netsim.transport.RetransmitTimer`, one for both transports, keyed by the ordered
+Timers (:class:`netsim.comm.transport.RetransmitTimer`, one for both transports, keyed by the ordered
 pair: the round trip u -> v -> u whichever message measures it): the protocol keys
-``rto_initial``, ``rto_min`` and ``rto_max`` (:data:`netsim.transport.TIMER_FIELDS`, in clock
+``rto_initial``, ``rto_min`` and ``rto_max`` (:data:`netsim.comm.transport.TIMER_FIELDS`, in clock
 periods); attempt a of a request waits RTO 2^a (at most ``rto_max``), and every new exchange
 starts again from the RTO (the backoff serves only the exchange that earned it). Samples come
 from acknowledged replies that were sent once (Karn's rule); a reply is not used as a sample of
@@ -74,10 +74,7 @@ from typing import Any
 
 import numpy as np
 
-from netsim.corruption import Lie, rewriting
-from netsim.messages import Message
-from netsim.sequencing import INCARNATION, Sequencer
-from netsim.transport import RetransmitTimer, Transport
+from netsim.comm import INCARNATION, Lie, Message, RetransmitTimer, Sequencer, Transport, rewriting
 
 REQUEST = "zhu2021-theta"
 REPLY = "zhu2021-theta-reply"
@@ -107,7 +104,7 @@ class PairwiseExchange:
         ``move(i, by)``: add ``by`` to node i's row.
     timer:
         The RFC 6298 timer of both transports (the protocol keys ``rto_initial``, ``rto_min``,
-        ``rto_max``: :func:`netsim.transport.timer_from`).
+        ``rto_max``: :func:`netsim.comm.transport.timer_from`).
     up:
         ``sim.faults.up`` when nodes may crash (a crashed node retransmits nothing), else ``None``.
     """

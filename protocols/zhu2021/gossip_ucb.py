@@ -29,12 +29,12 @@ Engine wiring (two modes, ``[protocol] mode``):
 
 * ``paper``: one global clock (period = ``[clock] period``) drives all agents, vectorised
   over agents (state arrays N x M). One link per tick is drawn uniformly by
-  :func:`netsim.activation.uniform_edge_clock` (Sec. 2.2) and its endpoints exchange theta
+  :func:`netsim.engine.activation.uniform_edge_clock` (Sec. 2.2) and its endpoints exchange theta
   within the tick. The ñ reads of Eq. (1) are instantaneous reads of every neighbour: we
   count them as communication by activating every link of G at every tick (so C(T) = |E| c2
   per tick) and report ``ntilde_reads`` = 2 |E| per tick (each read carries M counts).
 * ``realistic``: the same agent clock, but links fire at the rings of Poisson clocks
-  (:func:`netsim.activation.poisson_edge_clocks`, total rate ``gossip_rate`` per unit time),
+  (:func:`netsim.engine.activation.poisson_edge_clocks`, total rate ``gossip_rate`` per unit time),
   and theta is averaged by the atomic pairwise exchange of :mod:`protocols.zhu2021.exchange`
   (request ``zhu2021-theta``, reply ``zhu2021-theta-reply``, over the link's delay/loss law; one
   exchange per node at a time, both endpoints apply one average of one pair of values, RFC 6298
@@ -77,15 +77,21 @@ from typing import Any
 
 import numpy as np
 
-from netsim import faults
-from netsim import params as P
-from netsim.activation import poisson_edge_clocks, uniform_edge_clock
-from netsim.corruption import rewriting
-from netsim.errors import InputError, ProtocolError
-from netsim.messages import Message
-from netsim.protocol import Protocol
-from netsim.registry import register_protocol
-from netsim.transport import TIMER_FIELDS, check_timer, timer_from
+from netsim.comm import (
+    TIMER_FIELDS,
+    InputError,
+    Message,
+    Protocol,
+    ProtocolError,
+    check_timer,
+    faults,
+    poisson_edge_clocks,
+    register_protocol,
+    rewriting,
+    timer_from,
+    uniform_edge_clock,
+)
+from netsim.comm import params as P
 from protocols.privacy.tree import BinaryTreeCounter
 from protocols.zhu2021.exchange import EXCHANGE_COUNTS, REPLY, REQUEST, PairwiseExchange
 from protocols.zhu2021.gossip import gossip_lambda2, gossip_update

@@ -1,0 +1,427 @@
+"""The network's delivery queue: fresh entries, a sorted run, a heap, one SimPy wake-up, a tight loop.
+
+Part of :class:`netsim.engine.network.Network` (its base class); see ``docs/engine.md``, "Delivery and
+ordering", and the module docstring of :mod:`netsim.engine.network`. Entries are the tuples of
+:mod:`netsim.engine.messages`, delivered in ``(due, sequence)`` order; they wait in one of three places:
+
+* ``_fresh``: the single-message entries sent outside the delivery loop since the wake-up last
+  fired, in send (sequence) order. Such a send only appends, and arms an earlier wake-up if it
+  holds the new head.
+* ``_run``: a list sorted by ``(due, sequence)``, read from ``_cursor`` on and closed by the
+  sentinel ``_END``. When the wake-up fires, the fresh entries and the unread rest of the run are
+  sorted together by due time alone: the sort is stable, the rest holds smaller sequences than any
+  fresh entry and the fresh entries are in sequence order, so ties keep send order. A tick's worth
+  of sampled-delay broadcasts thus costs one sort and then an index step per message, instead of
+  a heap push and a heap pop each.
+* ``_heap``: a binary heap for multicast entries, for the entries sent while the loop delivers (a
+  zero-delay message sent by a handler must be seen right after that handler), and for fresh
+  entries too few to be worth re-sorting a long run (fewer than a quarter of its unread entries:
+  a re-sort then costs a bounded multiple of what it files, so asynchronous senders do not make
+  it quadratic).
+
+The loop delivers every entry due before the next SimPy event (or at the same instant when that
+event is a clock tick), advancing the simulated clock itself. Each turn first delivers a
+*stretch* of the run: the messages due strictly before the heap's head and the next SimPy event,
+as long as each is the only one of its instant and has a per-message handler, or, when every
+message in the run is of one kind with a per-message handler and the heap is empty, all of them
+(same-instant ones too: with no batch reader among them, one at a time in send order is what the
+instant's batch would do). The stretch stops early when a handler sends or schedules something, since the bounds
+may have moved. Then one general step takes the next entry in ``(due, sequence)`` order from the
+run or the heap, alone or with the rest of its instant, for per-message handlers, batch, record
+and deferred readers, the tracer, per-node handlers and crash drops.
+
+The counters of a stretch (per-kind ``delivered``, per-node received, the network's
+``in_flight``) are brought up to date together when it ends, before any other delivery, event or
+read outside the loop.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left
+from collections.abc import Callable
+from itertools import islice
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+import simpy
+from simpy.core import URGENT
+
+from netsim.engine.errors import ProtocolError
+from netsim.engine.held import Holding
+from netsim.engine.messages import Message, _entry, _fanout, _first_dst, _messages, _new, _record, _subset
+
+DELIVERY = URGENT
+_due = itemgetter(0)
+_sequence = itemgetter(1)
+_kind = itemgetter(2)
+_destination = itemgetter(4)
+_END = (math.inf, math.inf)  # the run's last element: reads past the last entry need no bounds check
+_BINCOUNT_FROM = 64  # a stretch this long counts its receivers with numpy
+
+
+class _WakeUp(simpy.events.Event):
+    """The one SimPy event that wakes the network up for the head of its delivery queue."""
+
+    __slots__ = ()
+
+    def __init__(self, env: simpy.Environment, delay: float, callback: Callable[[Any], None]):
+        self.env = env
+        self.callbacks = [callback]
+        self._ok = True
+        self._value = None
+        env.schedule(self, DELIVERY, delay)
+
+
+class DeliveryHeap:
+    """The delivery queue, the wake-up and the delivery of :class:`netsim.engine.network.Network` (which sets the
+    state)."""
+
+    _fresh: list[tuple]
+    _run: list[tuple]
+    _cursor: int
+    _run_kinds: set[str]
+    _heap: list[tuple]
+    _delivering: bool
+    _in_flight: int
+    _alarm: _WakeUp | None
+    _alarm_at: float
+    _alone: dict[str, Callable[[Message], None]]  # batch readers, for a message alone at its instant
+    _holding: Holding
+
+    # ------------------------------------------------------------------ queueing
+    def _push(self, entry: tuple) -> None:
+        """Queue one entry (``entry[9]`` messages, sequence taken just now)."""
+        if self.tracer:
+            for message in _messages(entry):
+                self.tracer("send", message)
+        self._in_flight += entry[9]
+        if self._delivering:
+            heapq.heappush(self._heap, entry)
+            return
+        if type(entry[4]) is int:
+            self._fresh.append(entry)
+        else:  # a multicast: the run holds single messages only
+            heapq.heappush(self._heap, entry)
+        if entry[0] < self._alarm_at:
+            self._arm(entry[0])
+
+    def _push_all(self, entries: list[tuple]) -> None:
+        """Queue single-message entries, in the order of their sequences (taken just now)."""
+        if self.tracer:
+            for entry in entries:
+                for message in _messages(entry):
+                    self.tracer("send", message)
+        self._in_flight += len(entries)
+        if self._delivering:
+            self._push_during_delivery(entries)
+            return
+        self._fresh += entries
+        head = min(entries)[0]
+        if head < self._alarm_at:
+            self._arm(head)
+
+    def _push_during_delivery(self, entries: list[tuple]) -> None:
+        """Put entries sent by a handler on the heap, where the running loop sees them."""
+        heap = self._heap
+        if len(entries) > 8 and len(entries) * 4 > len(heap):
+            heap.extend(entries)
+            heapq.heapify(heap)
+        else:
+            push = heapq.heappush
+            for entry in entries:
+                push(heap, entry)
+
+    def _file(self) -> None:
+        """Move the fresh entries to the run (one stable sort with its unread rest) or, if few, to the heap."""
+        fresh, run, cursor = self._fresh, self._run, self._cursor
+        self._fresh = []
+        if len(fresh) * 4 < len(run) - 1 - cursor:
+            push, heap = heapq.heappush, self._heap
+            for entry in fresh:
+                push(heap, entry)
+            return
+        kinds = set(map(_kind, fresh))
+        if cursor < len(run) - 1:
+            kinds |= self._run_kinds
+        run = run[cursor:-1] + fresh
+        run.sort(key=_due)
+        run.append(_END)
+        self._run, self._cursor, self._run_kinds = run, 0, kinds
+
+    def _arm(self, due: float) -> None:
+        self._alarm_at = due
+        self._alarm = _WakeUp(self.env, due - self.env.now, self._wake)
+
+    def _wake(self, event: _WakeUp) -> None:
+        """Deliver every entry due before the next SimPy event (see the module docstring).
+
+        Each turn delivers a stretch of the run (due strictly before ``bound``, the heap's head or
+        the next SimPy event: no tie with the heap to break, no bound to re-read unless a handler
+        sends or schedules something), then takes one general step: the next entry in
+        ``(due, sequence)`` order from either place, alone or with the rest of its instant.
+        """
+        if event is not self._alarm:
+            return  # superseded by an earlier wake-up
+        self._alarm, self._alarm_at = None, math.inf
+        self._delivering = True  # sends go to the heap until the loop ends, and arm nothing
+        if self._fresh:
+            self._file()
+        heap, run, cursor = self._heap, self._run, self._cursor
+        holding = self._holding
+        env = self.env
+        queue = env._queue
+        pop = heapq.heappop
+        # the fast paths need: no tracer, no crashes, no per-node handlers
+        plain = not self.tracer and not self._node_handlers and (self.faults is None or not self.faults.has_crashes)
+        by_kind = self.metrics.messages
+        # (a kind first sent during this loop takes the general path once: no counter is created here)
+        fast = {kind: (handler, by_kind[kind]) for kind, handler in self._handlers.items() if kind in by_kind}
+        kinds = self._run_kinds
+        uniform = None
+        if len(kinds) == 1:
+            (kind,) = kinds
+            if kind in fast:
+                uniform = kind, fast[kind]
+        # a message alone at its instant goes to a batch reader as a batch of one, without the general step
+        fast.update({kind: (handler, by_kind[kind]) for kind, handler in self._alone.items() if kind in by_kind})
+        end = len(run) - 1
+        received = self.metrics.received_by_node
+        inf = math.inf
+        start = None  # where the running stretch started reading the run
+        try:
+            while True:
+                size, waiting = len(queue), len(heap)
+                limit, limit_priority = queue[0][:2] if size else (inf, inf)
+                if plain:
+                    bound = heap[0][0] if waiting and heap[0][0] < limit else limit
+                    if holding.head < bound:
+                        bound = holding.head
+                    start = streak = cursor  # streak: where the stretch's current kind began
+                    if uniform is not None and not waiting:
+                        # the run holds one kind, with a per-message handler, and the heap is empty: deliver
+                        # everything due before the bound in order, same-instant messages too (no batch
+                        # reader to wait for them), until a handler sends or schedules something
+                        kind, (handler, counts) = uniform
+                        for entry in islice(run, cursor, bisect_left(run, bound, cursor, end, key=_due)):
+                            cursor += 1
+                            env._now = entry[0]
+                            handler(_new(Message, entry[2:9]))
+                            if heap or len(queue) != size:
+                                break
+                    else:
+                        kind = handler = counts = None
+                        while True:
+                            entry = run[cursor]
+                            due = entry[0]
+                            if due >= bound or run[cursor + 1][0] == due:
+                                break
+                            if entry[2] is not kind:
+                                target = fast.get(entry[2])
+                                if target is None:
+                                    break
+                                if kind is not None:
+                                    counts.delivered += cursor - streak
+                                streak, kind = cursor, entry[2]
+                                handler, counts = target
+                            cursor += 1
+                            env._now = due
+                            handler(_new(Message, entry[2:9]))
+                            if len(queue) != size or len(heap) != waiting:  # a handler sent or scheduled
+                                size, waiting = len(queue), len(heap)
+                                limit, limit_priority = queue[0][:2] if size else (inf, inf)
+                                bound = heap[0][0] if waiting and heap[0][0] < limit else limit
+                                if holding.head < bound:
+                                    bound = holding.head
+                    if cursor != start:
+                        counts.delivered += cursor - streak
+                        self._count_stretch(run, start, cursor)
+                    start = None
+                    if len(queue) != size or len(heap) != waiting:
+                        continue  # re-read the bounds and go on with the next stretch
+                # the general step: the next entry in (due, sequence) order, the run's unless the heap's is first
+                entry = run[cursor]
+                if heap and heap[0] < entry:
+                    entry = heap[0]
+                if holding.flights and holding.head <= entry[0]:
+                    # held flights first: every message due up to this entry's instant or the next SimPy event
+                    due = entry[0]
+                    if limit < due or limit == due and limit_priority <= DELIVERY:
+                        until, inclusive = limit, limit_priority > DELIVERY
+                    else:
+                        until, inclusive = due, True
+                    if holding.head < until or inclusive and holding.head == until:
+                        holding.settle(until, inclusive)
+                        continue
+                if entry is not run[cursor]:
+                    due = entry[0]
+                    if due >= limit and (due > limit or limit_priority <= DELIVERY):
+                        break
+                    pop(heap)
+                else:
+                    due = entry[0]
+                    if entry is _END or due >= limit and (due > limit or limit_priority <= DELIVERY):
+                        break
+                    cursor += 1
+                env._now = due
+                following = run[cursor][0]
+                if heap and heap[0][0] < following:
+                    following = heap[0][0]
+                if following != due and plain and type(entry[4]) is int:
+                    target = fast.get(entry[2])
+                    if target is not None:
+                        self._in_flight -= 1
+                        target[1].delivered += 1
+                        dst = entry[4]
+                        received[dst] += 1
+                        target[0](_new(Message, entry[2:9]))
+                        continue
+                batch = [entry]
+                if following == due:  # the rest of the instant, from both places, in send order
+                    first = cursor
+                    while run[cursor][0] == due:
+                        cursor += 1
+                    batch += run[first:cursor]
+                    if heap and heap[0][0] == due:
+                        while heap and heap[0][0] == due:
+                            batch.append(pop(heap))
+                        batch.sort(key=_sequence)
+                self._deliver(batch)
+        finally:
+            if start is not None and cursor != start:  # a handler raised inside a stretch
+                counts.delivered += cursor - streak
+                self._count_stretch(run, start, cursor)
+            self._delivering = False
+            if run[cursor] is _END:
+                self._run, self._cursor, self._run_kinds = [_END], 0, set()
+            else:
+                self._cursor = cursor
+            head = min(run[cursor][0], heap[0][0] if heap else inf, holding.head)
+            if head < inf:
+                self._arm(head)
+
+    def _count_stretch(self, run: list[tuple], start: int, stop: int) -> None:
+        """Count the messages ``run[start:stop]`` delivered by a stretch: receivers, in flight."""
+        self._in_flight -= stop - start
+        if stop - start < _BINCOUNT_FROM:
+            received = self.metrics.received_by_node
+            for i in range(start, stop):
+                received[run[i][4]] += 1
+        else:
+            dsts = np.fromiter(map(_destination, run[start:stop]), np.int64, stop - start)
+            self.metrics.received_bulk += np.bincount(dsts, minlength=self.num_nodes)
+
+    # ------------------------------------------------------------------ delivery
+    def _deliver(self, batch: list[tuple]) -> None:
+        """Deliver the entries of one instant, in send order."""
+        metrics = self.metrics
+        by_kind = metrics.messages
+        self._in_flight -= sum(entry[9] for entry in batch)
+        faults = self.faults
+        if faults is not None and faults.has_crashes:
+            batch = self._drop_crashed(batch)
+        if self.tracer or self._node_handlers:
+            self._deliver_general(batch)
+            return
+        received = metrics.received_by_node
+        handlers = self._handlers
+        grouped: dict[str, list[tuple]] = {}
+        for entry in batch:
+            kind, dst = entry[2], entry[4]
+            by_kind[kind].delivered += entry[9]
+            if type(dst) is list:
+                for d in dst:
+                    received[d] += 1
+            elif isinstance(dst, tuple):
+                metrics.received_bulk += np.bincount(dst.dst, minlength=self.num_nodes)
+            else:
+                received[dst] += 1
+            group = grouped.get(kind)
+            if group is not None:
+                group.append(entry)
+            elif kind in handlers:
+                handler = handlers[kind]
+                for message in _messages(entry):
+                    handler(message)
+            elif kind in self._record_handlers or kind in self._held or kind in self._batch_handlers:
+                grouped[kind] = [entry]
+            else:
+                raise ProtocolError(f"message {kind!r} delivered to node {_first_dst(entry)}, nobody subscribed")
+        for kind, entries in grouped.items():
+            self._hand_over(kind, entries)
+
+    def _hand_over(self, kind: str, entries: list[tuple]) -> None:
+        """Give the entries of one kind delivered at one instant to its batch, record or deferred reader."""
+        if kind in self._batch_handlers:
+            messages: list[Message] = []
+            for entry in entries:
+                messages.extend(_messages(entry))
+            self._batch_handlers[kind](messages)
+            return
+        records = [_record(entry) for entry in entries]
+        if kind in self._record_handlers:
+            self._record_handlers[kind](records)
+        else:
+            self._held[kind].extend(records)
+
+    def _deliver_general(self, batch: list[tuple]) -> None:
+        """Delivery with a tracer or per-node handlers: one message at a time, same order and counts."""
+        metrics = self.metrics
+        by_kind = metrics.messages
+        received = metrics.received_by_node
+        tracer = self.tracer
+        grouped: dict[str, list[tuple]] = {}
+        for entry in batch:
+            for message in _messages(entry):
+                kind = message.kind
+                by_kind[kind].delivered += 1
+                received[message.dst] += 1
+                if tracer:
+                    tracer("deliver", message)
+                if kind in self._record_handlers or kind in self._held or kind in self._batch_handlers:
+                    grouped.setdefault(kind, []).append(_entry(message))
+                    continue
+                handler = self._node_handlers.get((message.dst, kind)) or self._handlers.get(kind)
+                if handler is None:
+                    raise ProtocolError(f"message {kind!r} delivered to node {message.dst}, nobody subscribed")
+                handler(message)
+        for kind, entries in grouped.items():
+            self._hand_over(kind, entries)
+
+    def _drop_crashed(self, batch: list[tuple]) -> list[tuple]:
+        """The entries of ``batch`` with the messages to crashed receivers removed (and counted)."""
+        up = self.faults.up
+        by_kind = self.metrics.messages
+        extras = self.faults.extras
+        kept = []
+        for entry in batch:
+            dst = entry[4]
+            if isinstance(dst, tuple) or type(dst) is list:
+                record = dst if isinstance(dst, tuple) else _fanout(entry)
+                alive = up[record.dst]
+                if alive.all():
+                    kept.append(entry)
+                    continue
+                lost = int(len(alive) - alive.sum())
+                by_kind[entry[2]].dropped += lost
+                extras["dropped_crashed"] += lost
+                if self.tracer:
+                    for message in _subset(record, ~alive).messages():
+                        self.tracer("drop", message)
+                if alive.any():
+                    kept.append(entry[:4] + (_subset(record, alive),) + entry[5:9] + (len(alive) - lost,))
+            elif up[dst]:
+                kept.append(entry)
+            else:
+                by_kind[entry[2]].dropped += 1
+                extras["dropped_crashed"] += 1
+                if self.tracer:
+                    self.tracer("drop", _messages(entry)[0])
+        return kept
+
+    @property
+    def in_flight(self) -> int:
+        """Messages sent but neither delivered nor dropped yet."""
+        return self._in_flight

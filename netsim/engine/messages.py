@@ -1,0 +1,172 @@
+"""What travels on the network: messages, multicast records, queue entries, and the adversary's rules.
+
+An entry of the delivery queue of :class:`netsim.engine.network.Network` (:mod:`netsim.engine.delivery`) is a
+tuple ``(due, sequence, kind, src, dst, payload, sent_at, due, size, count)`` (so that ``entry[2:9]``
+are the fields of its :class:`Message`): ``dst`` is an int for
+one message, a list of ints for a multicast of one payload (constant-delay ``send_many`` /
+``broadcast``), or a :class:`Multicast` for a ``broadcast_chunks`` flush; ``count`` is the number
+of messages it carries. The helpers below turn entries into what each kind of reader receives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from netsim.engine.distributions import Distribution
+
+
+class Message(NamedTuple):
+    """One message in flight. ``due_at - sent_at`` is the sampled link delay.
+
+    ``kind`` names the message type (handlers subscribe to it); ``src`` and ``dst`` are node ids;
+    ``payload`` is whatever the sender passed (never copied: a receiver must not change it);
+    ``sent_at`` and ``due_at`` are simulated times; ``size`` is the number of records it
+    carries (``records`` in the counters, one by default).
+    """
+
+    kind: str
+    src: int
+    dst: int
+    payload: object  # ``object`` rather than ``Any``: the generated __new__ cannot resolve the name ``Any``
+    sent_at: float
+    due_at: float
+    size: int = 1
+
+
+# functional syntax on purpose: the fields get real (not string) annotations, which documentation
+# tools can resolve (the module uses postponed annotations)
+_MulticastFields = NamedTuple("_MulticastFields", [  # noqa: UP014
+    ("kind", str), ("src", np.ndarray), ("dst", np.ndarray), ("start", np.ndarray), ("stop", np.ndarray),
+    ("payload", Any), ("sent_at", float), ("due_at", float)])
+
+
+class Multicast(_MulticastFields):
+    """Several messages of one kind sent at one instant and delivered at one instant, as arrays.
+
+    Message ``i`` goes from ``src[i]`` to ``dst[i]`` and carries the rows
+    ``payload[start[i]:stop[i]]`` (``size = stop - start``). What :meth:`Network.subscribe_records`
+    handlers receive; one engine entry per sender and flush (or per whole flush). Fields:
+    ``kind, src, dst, start, stop, payload, sent_at, due_at``. ``due_at`` is one time, or, in the
+    records a deferred reader collects (``Network.collect``), an array of one due time per message
+    (sorted, ties in send order).
+    """
+
+    __slots__ = ()
+
+    def messages(self) -> list[Message]:
+        """The same messages one by one (payloads are row slices: views, not copies)."""
+        payload, kind, sent, due = self.payload, self.kind, self.sent_at, self.due_at
+        dues = due.tolist() if isinstance(due, np.ndarray) else [due] * len(self.dst)
+        return [_new(Message, (kind, s, d, payload[a:b], sent, t, b - a)) for s, d, a, b, t in
+                zip(self.src.tolist(), self.dst.tolist(), self.start.tolist(), self.stop.tolist(), dues, strict=True)]
+
+
+_new = tuple.__new__  # builds a Message from a 7-tuple without the NamedTuple __new__ frame
+
+Handler = Callable[[Message], None]
+BatchHandler = Callable[[list[Message]], None]
+RecordHandler = Callable[[list[Multicast]], None]
+
+
+class Corruptor:
+    """Protocol-supplied rule that rewrites a payload of one kind the way a liar would.
+
+    ``__call__(payload, sender=, rng=, probability=, q=, relay=)`` returns
+    ``(new_payload, records_corrupted)``; each record is corrupted independently with
+    ``probability`` by replacing its reported value with a draw of ``q``. Records that
+    ``sender`` only relays are left alone unless ``relay`` is true.
+
+    The engine calls it once per send for a byzantine sender (every destination of that send
+    gets the same corrupted copy: corruption at the source) and once per link for in-transit
+    link corruption. A rule may also offer ``chunks(payload, starts, stops, senders, *, rng,
+    probability, q, relay)``: the source corruption of many sender chunks of one array at once,
+    rewriting ``payload`` in place and returning the records corrupted per chunk, with exactly the
+    draws of one call per chunk in order (``broadcast_chunks`` uses it).
+    """
+
+    def __call__(self, payload: Any, *, sender: int, rng: np.random.Generator, probability: float,
+                 q: Distribution, relay: bool) -> tuple[Any, int]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Adversary:
+    """Byzantine nodes (corrupt at the source) and in-transit link corruption."""
+
+    byzantine: frozenset[int]
+    probability: float
+    q: Distribution
+    relay: bool
+    link_probability: float
+
+
+class _FanoutRecord(Multicast):
+    """One payload object sent from one node to several: every message carries the whole payload."""
+
+    __slots__ = ()
+
+    def messages(self) -> list[Message]:
+        payload, kind, sent, due, size = self.payload, self.kind, self.sent_at, self.due_at, int(self.stop[0])
+        src = int(self.src[0])
+        return [_new(Message, (kind, src, d, payload, sent, due, size)) for d in self.dst.tolist()]
+
+
+def _fanout(entry: tuple) -> Multicast:
+    """A multicast entry (one payload, destinations in a list) as a :class:`Multicast`."""
+    dst = np.array(entry[4], dtype=np.int64)
+    n = len(dst)
+    return tuple.__new__(_FanoutRecord, (entry[2], np.full(n, entry[3], dtype=np.int64), dst, np.zeros(n, np.int64),
+                                         np.full(n, entry[8], dtype=np.int64), entry[5], entry[6], entry[0]))
+
+
+def _subset(record: Multicast, mask: np.ndarray) -> Multicast:
+    return tuple.__new__(type(record), (record.kind, record.src[mask], record.dst[mask], record.start[mask],
+                                        record.stop[mask], record.payload, record.sent_at, record.due_at))
+
+
+def _messages(entry: tuple) -> list[Message]:
+    """Every message of an entry, one by one."""
+    dst = entry[4]
+    if type(dst) is list:
+        kind, src, payload, sent, due, size = entry[2], entry[3], entry[5], entry[6], entry[0], entry[8]
+        return [_new(Message, (kind, src, d, payload, sent, due, size)) for d in dst]
+    if isinstance(dst, tuple):
+        return dst.messages()
+    return [_new(Message, entry[2:9])]
+
+
+def _record(entry: tuple) -> Multicast | Message:
+    """What a record reader gets for an entry: the :class:`Multicast` itself, or the single Message.
+
+    A multicast of an array payload (``size`` rows, one per record) becomes a :class:`Multicast`
+    whose messages all carry rows ``0:size``; any other multicast payload is handed as Messages.
+    """
+    dst = entry[4]
+    if isinstance(dst, tuple):
+        return dst
+    if type(dst) is list:
+        payload = entry[5]
+        if isinstance(payload, np.ndarray) and len(payload) == entry[8]:
+            dst = np.array(dst, dtype=np.int64)
+            n = len(dst)
+            return Multicast(entry[2], np.full(n, entry[3], dtype=np.int64), dst, np.zeros(n, np.int64),
+                             np.full(n, entry[8], dtype=np.int64), payload, entry[6], entry[0])
+        return _fanout(entry)
+    return _new(Message, entry[2:9])
+
+
+def _entry(message: Message) -> tuple:
+    return (message.due_at, 0, *message, 1)
+
+
+def _first_dst(entry: tuple) -> int:
+    dst = entry[4]
+    if isinstance(dst, tuple):
+        return int(dst.dst[0])
+    if type(dst) is list:
+        return dst[0]
+    return dst

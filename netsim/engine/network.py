@@ -1,0 +1,557 @@
+"""Links, message delivery and link accounting on top of a ``simpy.Environment``.
+
+Delivery (see ``docs/engine.md``, "Delivery and ordering")
+    The network owns one delivery queue of entries ``(due, sequence, ...)``; ``sequence`` is a
+    per-network send counter, so entries due at the same instant leave in send order. A single
+    SimPy *wake-up* event is armed for the head of the queue. When it fires, the network delivers
+    entries in a tight loop, advancing the simulated clock itself, for as long as the next entry
+    is due before the next SimPy event (or at the same instant, when that event is a clock tick:
+    deliveries come before ticks). No SimPy event, process or Python object exists per message in
+    flight: a send of one payload to several neighbours over constant-delay links is one entry
+    carrying its destinations as an array (a *multicast*), and a
+    :meth:`Network.broadcast_chunks` call (many senders, each its own rows of one array) is one
+    entry too with constant delays, and one *flight* of arrays whatever the delays when its kind
+    has a deferred reader (:mod:`netsim.engine.held`). Single messages sent between two wake-ups are
+    sorted into a *run* when the wake-up fires; multicasts and what handlers send wait on a heap
+    (:mod:`netsim.engine.delivery`).
+
+Order at one instant (deterministic)
+    1. checkpoints of the time series, then crash and restart events (they run before anything
+       else due at that instant);
+    2. message deliveries, in send order: held flights' messages due then are counted and held
+       first, then per-message handlers are called in send order, batch and record subscribers
+       once per instant after them;
+    3. clock ticks and other protocol events, in the order they were scheduled.
+    A zero-delay message sent during step 2 or 3 is delivered right after the handler or
+    event that sent it.
+
+Random delays are drawn in blocks of :data:`BLOCK` per delay law from the ``delays`` stream.
+Link accounting is deferred: a send notes its edge ids, which :class:`netsim.engine.metrics.Metrics`
+marks as a whole before anything reads or marks links (see its module docstring).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import simpy
+from simpy.core import NORMAL, URGENT
+
+from netsim.engine.chunks import ChunkSends
+from netsim.engine.delivery import _END, DELIVERY, DeliveryHeap
+from netsim.engine.distributions import Distribution
+from netsim.engine.errors import ProtocolError
+from netsim.engine.held import Holding
+from netsim.engine.messages import (  # re-exported: the engine API names live here for protocols
+    Adversary,
+    BatchHandler,
+    Corruptor,
+    Handler,
+    Message,
+    Multicast,
+    RecordHandler,
+)
+from netsim.engine.metrics import Metrics
+
+__all__ = ["Adversary", "BatchHandler", "CHECKPOINT", "Corruptor", "DELIVERY", "FAULT", "Handler", "Message",
+           "Multicast", "Network", "RecordHandler", "TICK"]
+
+CHECKPOINT = URGENT - 2  # before everything else at the same instant
+FAULT = URGENT - 1       # crashes and restarts: after checkpoints, before deliveries
+TICK = NORMAL
+BLOCK = 4096             # delays drawn at once per law
+
+
+class _Delays:
+    """Endless delays of one law, drawn :data:`BLOCK` at a time (one numpy call per block).
+
+    The delays not taken yet are ``block[at:]``; a block is drawn only when a delay past the
+    previous one is asked for, so the draws from the ``delays`` stream are the same whether delays
+    are taken one by one or several at once. (The network's plain send path reads ``block`` and
+    ``at`` itself when a send's delays are all in the current block: it saves a call per send.)
+    """
+
+    __slots__ = ("law", "rng", "block", "array", "at", "low")
+
+    def __init__(self, law: Distribution, rng: np.random.Generator):
+        self.law, self.rng = law, rng
+        self.block: list[float] = []
+        self.array = np.empty(0)  # the same block as an array
+        self.at = 0
+        self.low = 0.0  # the smallest delay of the block (a lower bound of any taken from it)
+
+    def take(self, count: int) -> list[float]:
+        """The next ``count`` delays."""
+        start = self.at
+        stop = start + count
+        if stop <= len(self.block):
+            self.at = stop
+            return self.block[start:stop]
+        out = self.block[start:]
+        while True:
+            self._draw()
+            need = count - len(out)
+            if need <= BLOCK:
+                self.at = need
+                return out + self.block[:need]
+            out += self.block
+
+    def take_array(self, count: int) -> np.ndarray:
+        """The next ``count`` delays as an array (the same draws as :meth:`take`)."""
+        start = self.at
+        stop = start + count
+        if stop <= len(self.array):
+            self.at = stop
+            return self.array[start:stop]
+        parts = [self.array[start:]]
+        need = count - len(parts[0])
+        while need > BLOCK:
+            self._draw()
+            parts.append(self.array)
+            need -= BLOCK
+        self._draw()
+        self.at = need
+        parts.append(self.array[:need])
+        return np.concatenate(parts)
+
+    def _draw(self) -> None:
+        self.array = self.law.sample(self.rng, BLOCK)
+        self.block = self.array.tolist()
+        self.low = float(self.array.min())
+
+    def next(self) -> float:
+        """The next delay."""
+        at = self.at
+        if at < len(self.block):
+            self.at = at + 1
+            return self.block[at]
+        return self.take(1)[0]
+
+
+
+class Network(DeliveryHeap, ChunkSends):
+    """The communication graph with its links, delays, losses and counters.
+
+    Nodes ``0 .. num_agents-1`` are agents; the next ``len(servers)`` ids are servers,
+    linked to every agent. ``components`` lists the agent ids of each component (one
+    component unless the scenario splits the agents for a hybrid structure).
+    """
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        graph: nx.Graph,
+        *,
+        num_agents: int,
+        components: Sequence[Sequence[int]],
+        delay: Distribution,
+        server_delay: Distribution,
+        loss: float,
+        link_overrides: Mapping[tuple[int, int], tuple[Distribution, float]],
+        rng: np.random.Generator,
+        metrics: Metrics,
+        adversary: Adversary | None = None,
+        adversary_rng: np.random.Generator | None = None,
+        delay_rng: np.random.Generator | None = None,
+    ):
+        self.env = env
+        self.graph = graph
+        self.num_agents = num_agents
+        self.num_nodes = graph.number_of_nodes()
+        self.servers = list(range(num_agents, self.num_nodes))
+        self.components = [list(c) for c in components]
+        self.metrics = metrics
+        self.rng = rng
+        self._delay_rng = rng if delay_rng is None else delay_rng
+        self.adversary = adversary
+        self._adversary_rng = adversary_rng
+        self._build_adjacency()
+        self._delay = delay
+        self._server_delay = server_delay
+        self._loss = loss
+        self._overrides = {(min(u, v), max(u, v)): law for (u, v), law in link_overrides.items()}
+        self._uniform_links = not self._overrides and server_delay == delay
+        self._simple = self._uniform_links and loss == 0.0  # one delay law, no loss
+        self._delays: dict[int, _Delays] = {}
+        # the fault-free send path's sampled delays (None: constant links, one multicast entry per send)
+        self._sampled = None if delay.is_constant else self._law(delay)
+        self._fresh: list[tuple] = []   # the delivery queue (netsim.engine.delivery)
+        self._run: list[tuple] = [_END]
+        self._cursor = 0
+        self._run_kinds: set[str] = set()
+        self._heap: list[tuple] = []
+        self._delivering = False
+        self._sequence = itertools.count()
+        self._in_flight = 0
+        self._alarm = None  # the armed wake-up (netsim.engine.delivery)
+        self._alarm_at = math.inf
+        self._handlers: dict[str, Handler] = {}
+        self._node_handlers: dict[tuple[int, str], Handler] = {}
+        self._batch_handlers: dict[str, BatchHandler] = {}
+        self._alone: dict[str, Handler] = {}
+        self._record_handlers: dict[str, RecordHandler] = {}
+        self._held: dict[str, list] = {}
+        self._corruptors: dict[str, Corruptor] = {}
+        self._tracer: Callable[[str, Message], None] | None = None
+        self._faults: Any = None
+        self._holding = Holding(self)  # flights of deferred kinds (netsim.engine.held)
+        self._plain = self._simple  # no tracer, no faults, one delay law, no loss: the send fast path
+
+    def _build_adjacency(self) -> None:
+        """Sorted neighbour lists, a CSR copy of them, and edge ids for link accounting."""
+        n = self.num_nodes
+        self._neighbors = [sorted(self.graph.neighbors(v)) for v in range(n)]
+        self._agent_neighbors = [[u for u in ns if u < self.num_agents] for ns in self._neighbors]
+        edge_u, edge_v = [], []
+        self._edge_of: list[dict[int, int]] = [{} for _ in range(n)]
+        for u in range(n):
+            for v in self._neighbors[u]:
+                if u < v:
+                    e = len(edge_u)
+                    edge_u.append(u)
+                    edge_v.append(v)
+                    self._edge_of[u][v] = e
+                    self._edge_of[v][u] = e
+        self.metrics.set_edges(np.array(edge_u, dtype=np.int64), np.array(edge_v, dtype=np.int64))
+        self._neighbor_edges = [[self._edge_of[u][v] for v in self._neighbors[u]] for u in range(n)]
+        #: agent-agent adjacency in CSR form: neighbours of agent a are agent_dst[agent_ptr[a]:agent_ptr[a+1]]
+        self.agent_ptr = np.zeros(self.num_agents + 1, dtype=np.int64)
+        self.agent_ptr[1:] = np.cumsum([len(ns) for ns in self._agent_neighbors[: self.num_agents]])
+        self.agent_dst = np.array([v for ns in self._agent_neighbors[: self.num_agents] for v in ns], dtype=np.int64)
+        self.agent_edge = np.array([self._edge_of[u][v] for u in range(self.num_agents)
+                                    for v in self._agent_neighbors[u]], dtype=np.int64)
+        self._agent_links: np.ndarray | None = None   # every agent-agent edge id once (activate_agent_links)
+
+    @property
+    def tracer(self) -> Callable[[str, Message], None] | None:
+        """Called as ``tracer(event, message)`` for every send, delivery, drop and corruption when set."""
+        return self._tracer
+
+    @tracer.setter
+    def tracer(self, tracer: Callable[[str, Message], None] | None) -> None:
+        self._tracer = tracer
+        self._plain = self._simple and not tracer and self._faults is None
+        if tracer and self._holding.flights:  # from now on every message goes through the queue, in order
+            self._heap.extend(self._holding.drain())
+            heapq.heapify(self._heap)
+
+    @property
+    def faults(self) -> Any:
+        """``[faults]`` of the scenario (:class:`netsim.engine.faults.Faults`), set by the simulation.
+
+        None: no faults, and the send and delivery paths are exactly those of a fault-free network.
+        """
+        return self._faults
+
+    @faults.setter
+    def faults(self, faults: Any) -> None:
+        self._faults = faults
+        self._plain = self._simple and not self._tracer and faults is None
+
+    # ------------------------------------------------------------------ graph facts
+    def neighbors(self, node: int) -> list[int]:
+        """Sorted neighbour ids of ``node`` (agents and servers)."""
+        return self._neighbors[node]
+
+    def agent_neighbors(self, node: int) -> list[int]:
+        """Sorted agent neighbour ids of ``node``."""
+        return self._agent_neighbors[node]
+
+    def is_server(self, node: int) -> bool:
+        return node >= self.num_agents
+
+    @property
+    def agent_graph(self) -> nx.Graph:
+        """The graph among agents only (servers removed)."""
+        return self.graph.subgraph(range(self.num_agents))
+
+    def link_law(self, u: int, v: int) -> tuple[Distribution, float]:
+        """The (delay distribution, loss probability) of the link between ``u`` and ``v``."""
+        law = self._overrides.get((u, v) if u < v else (v, u))
+        if law is not None:
+            return law
+        if u >= self.num_agents or v >= self.num_agents:
+            return self._server_delay, self._loss
+        return self._delay, self._loss
+
+    # ------------------------------------------------------------------ subscriptions
+    def subscribe(self, kind: str, handler: Handler, *, node: int | None = None) -> None:
+        """Call ``handler(message)`` for every delivered message of ``kind`` (to ``node`` if given).
+
+        One handler per kind (and node): a second subscription raises :class:`ProtocolError`
+        rather than silently replacing the first.
+        """
+        if node is None:
+            self._claim(kind, "subscribe")
+            self._handlers[kind] = handler
+        else:
+            if (node, kind) in self._node_handlers:
+                raise ProtocolError(f"message kind {kind!r} at node {node} already has a handler; accepted: one "
+                                    "handler per kind and node (dispatch inside it)")
+            self._node_handlers[(node, kind)] = handler
+
+    def subscribe_batch(self, kind: str, handler: BatchHandler) -> None:
+        """Call ``handler(messages)`` once per instant with all delivered messages of ``kind`` (send order).
+
+        One handler per kind, as for :meth:`subscribe`.
+        """
+        self._claim(kind, "subscribe_batch")
+        self._batch_handlers[kind] = handler
+        # a message alone at its instant (netsim.engine.delivery)
+        self._alone[kind] = lambda message: handler([message])
+
+    def subscribe_records(self, kind: str, handler: RecordHandler) -> None:
+        """Call ``handler(records)`` once per instant with the delivered messages of ``kind`` as
+        :class:`Multicast` arrays (send order), without building one Python object per message."""
+        self._claim(kind, "subscribe_records")
+        self._record_handlers[kind] = handler
+
+    def subscribe_deferred(self, kind: str) -> None:
+        """Hold the delivered messages of ``kind`` for a reader that acts only in its ticks.
+
+        Messages are delivered (counted, dropped if their receiver is down) at their due time,
+        as for any kind, and kept by the engine; :meth:`collect` hands over everything delivered
+        since the previous call. A :meth:`broadcast_chunks` call of such a kind is one *flight*
+        (``netsim.engine.held``): its messages stay arrays, per-link due times included, with sampled
+        delays too; they are counted between SimPy events, with numpy.
+        """
+        self._claim(kind, "subscribe_deferred")
+        self._held[kind] = []
+
+    def collect(self, kind: str) -> list[Multicast | Message]:
+        """The messages of a deferred ``kind`` delivered since the last call (see :meth:`subscribe_deferred`).
+
+        A list of :class:`Multicast` records (a record's ``due_at`` is one time, or an array with
+        one due time per message) and single :class:`Message` objects. The delivery order is the
+        stable sort by due time of their messages taken in list order (each record's messages are
+        in ``(due, sequence)`` order); where every item has one due time, the list itself is in
+        delivery order.
+        """
+        held = self._held[kind]
+        if not held:
+            return held
+        self._held[kind] = []
+        return held
+
+    def _claim(self, kind: str, how: str) -> None:
+        if kind in self._handlers or kind in self._batch_handlers or kind in self._record_handlers or \
+                kind in self._held:
+            raise ProtocolError(f"{how}({kind!r}): message kind {kind!r} already has a handler; accepted: one "
+                                "handler per kind (dispatch inside it, or use another kind)")
+
+    def corruptible(self, kind: str, corruptor: Corruptor | Callable[..., tuple[Any, int]]) -> None:
+        """Declare how messages of ``kind`` are corrupted by byzantine senders or links."""
+        self._corruptors[kind] = corruptor
+
+    # ------------------------------------------------------------------ sending
+    def activate(self, u: int, v: int) -> bool:
+        """Mark the link (u, v) built in the current slot (li2022 Eq. 2) without sending."""
+        edge = self._edge_of[u].get(v)
+        if edge is None:
+            raise ProtocolError(f"no link between {u} and {v}")
+        return self.metrics.edge_used(edge, self.env.now)
+
+    def activate_agent_links(self) -> None:
+        """Mark every agent-agent link built in the current slot (li2022 Eq. 2) without sending."""
+        if self._agent_links is None:
+            self._agent_links = np.unique(self.agent_edge)
+        self.metrics.edges_used(self._agent_links, self.env.now)
+
+    def send(self, src: int, dst: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
+        """Send one message over the link (src, dst); it arrives after the link's sampled delay."""
+        edge = self._edge_of[src].get(dst)
+        if edge is None:
+            raise ProtocolError(f"node {src} sent {kind!r} to {dst}, which is not a neighbour")
+        self._send(src, (dst,), (edge,), kind, payload, size)
+
+    def send_many(self, src: int, dsts: Sequence[int], kind: str, payload: Any = None, *, size: int = 1) -> None:
+        """Send the same ``payload`` from ``src`` to each of ``dsts`` (one message each)."""
+        dsts = list(dsts)
+        edge_of = self._edge_of[src]
+        edges = [edge_of.get(d) for d in dsts]
+        for d, edge in zip(dsts, edges, strict=True):
+            if edge is None:
+                raise ProtocolError(f"node {src} sent {kind!r} to {d}, which is not a neighbour")
+        self._send(src, dsts, edges, kind, payload, size)
+
+    def broadcast(self, src: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
+        """Send ``payload`` from ``src`` to every neighbour."""
+        self._send(src, self._neighbors[src], self._neighbor_edges[src], kind, payload, size)
+
+    def _law(self, law: Distribution) -> _Delays:
+        """The delay stream of ``law`` (keyed by identity: laws live as long as the network)."""
+        delays = self._delays.get(id(law))
+        if delays is None:
+            delays = self._delays[id(law)] = _Delays(law, self._delay_rng)
+        return delays
+
+    def _send(self, src: int, dsts: Sequence[int], edges: Sequence[int], kind: str, payload: Any, size: int) -> None:
+        """The one send path of single-payload sends: counters, link accounting, loss, delay, corruption.
+
+        ``edges`` are the edge ids of the links to ``dsts``, in the same order.
+        """
+        count = len(dsts)
+        if count == 0:
+            return
+        now = self.env._now
+        metrics = self.metrics
+        counts = metrics.messages.get(kind) or metrics.kind(kind)
+        counts.sent += count
+        counts.records += count * size
+        metrics.sent_by_node[src] += count
+        if now != metrics.pending_at:  # link accounting: edge ids noted now, marked later as a whole
+            metrics.defer_from(now)
+        metrics.pending_edges.append(edges)
+        if self._plain and kind not in self._corruptors:
+            # fault-free links with one law and no loss: the common case, queued here (as _push_all does)
+            sampled = self._sampled
+            if sampled is None:
+                dst = dsts[0] if count == 1 else list(dsts)
+                due = now + self._delay.args["value"]
+                self._push((due, next(self._sequence), kind, src, dst, payload, now, due, size, count))
+                return
+            start = sampled.at
+            stop = start + count
+            if stop <= len(sampled.block):
+                sampled.at = stop
+                delays = sampled.block[start:stop]
+                head = now + sampled.low  # a lower bound of the head: the wake-up may come early, never late
+            else:
+                delays = sampled.take(count)
+                head = now + min(delays)
+            # zip takes a sequence number only for a destination it has already taken
+            entries = [((due := now + delay), sequence, kind, src, d, payload, now, due, size, 1)
+                       for d, delay, sequence in zip(dsts, delays, self._sequence)]
+            self._in_flight += count
+            if self._delivering:
+                self._push_during_delivery(entries)
+                return
+            self._fresh += entries
+            if head < self._alarm_at:
+                self._arm(head)
+            return
+        faults = self._faults
+        if faults is not None:
+            dsts, dropped = faults.drop_at_send(src, dsts, now)
+            if dropped:
+                counts.dropped += len(dropped)
+                if self.tracer:
+                    for d in dropped:
+                        self.tracer("drop", Message(kind, src, int(d), payload, now, now, size))
+                count = len(dsts)
+                if count == 0:
+                    return
+        if self._uniform_links or count == 1 or (src >= self.num_agents and not self._overrides):
+            law, loss = self.link_law(src, dsts[0])
+            laws = None
+        else:
+            laws = [self.link_law(src, d) for d in dsts]
+            loss = max(lo for _, lo in laws)
+        if loss > 0.0:
+            if laws is None:
+                lost = self.rng.random(count) < loss
+            else:
+                lost = self.rng.random(count) < np.array([lo for _, lo in laws])
+            if lost.any():
+                counts.dropped += int(lost.sum())
+                if self.tracer:
+                    for d in np.asarray(dsts)[lost]:
+                        self.tracer("drop", Message(kind, src, int(d), payload, now, now, size))
+                keep = ~lost
+                dsts = [d for d, k in zip(dsts, keep, strict=False) if k]
+                laws = None if laws is None else [law for law, k in zip(laws, keep, strict=False) if k]
+                count = len(dsts)
+                if count == 0:
+                    return
+        if self.adversary is not None and kind in self._corruptors:
+            self._send_corrupted(src, dsts, kind, payload, size, laws or [(law, loss)] * count, counts)
+            return
+        if faults is not None and faults.perturbs:
+            self._send_perturbed(src, dsts, kind, payload, size, laws or [(law, loss)] * count, counts)
+            return
+        if laws is None and law.is_constant:
+            due = now + law.args["value"]
+            dst = dsts[0] if count == 1 else list(dsts)
+            self._push((due, next(self._sequence), kind, src, dst, payload, now, due, size, count))
+            return
+        if laws is None:
+            delays = self._law(law).take(count)
+        else:
+            delays = [lw.args["value"] if lw.is_constant else self._law(lw).next() for lw, _ in laws]
+        sequence = self._sequence
+        entries = [((due := now + delay), next(sequence), kind, src, d, payload, now, due, size, 1)
+                   for d, delay in zip(dsts, delays, strict=True)]
+        self._push_all(entries)
+
+    def _send_corrupted(self, src: int, dsts: Sequence[int], kind: str, payload: Any, size: int,
+                        laws: Sequence[tuple[Distribution, float]], counts: Any) -> None:
+        """A send whose payload the adversary may rewrite: once at a byzantine source, per link in transit."""
+        adv = self.adversary
+        corrupt = self._corruptors[kind]
+        source_hits = 0
+        if src in adv.byzantine and adv.probability > 0.0:
+            payload, source_hits = corrupt(payload, sender=src, rng=self._adversary_rng, probability=adv.probability,
+                                           q=adv.q, relay=adv.relay)
+        now = self.env.now
+        for d, (law, _) in zip(dsts, laws, strict=True):
+            copy, hits = payload, source_hits
+            if adv.link_probability > 0.0:
+                copy, n = corrupt(payload, sender=src, rng=self._adversary_rng, probability=adv.link_probability,
+                                  q=adv.q, relay=True)
+                hits += n
+            if hits:
+                counts.corrupted += 1
+            self._send_one(Message(kind, src, d, copy, now, now, size), law, corrupted=bool(hits))
+
+    def _send_one(self, message: Message, law: Distribution, *, corrupted: bool = False) -> None:
+        """Schedule one message (duplication and reordering faults applied when present)."""
+        now = message.sent_at
+        delay = law.args["value"] if law.is_constant else self._law(law).next()
+        if corrupted and self.tracer:
+            self.tracer("corrupt", message._replace(due_at=now + delay))
+        faults = self.faults
+        if faults is None or not faults.perturbs:
+            due = now + delay
+            self._push((due, next(self._sequence), message.kind, message.src, message.dst, message.payload, now, due,
+                        message.size, 1))
+            return
+        self._perturbed(message, law, delay)
+
+    def _send_perturbed(self, src: int, dsts: Sequence[int], kind: str, payload: Any, size: int,
+                        laws: Sequence[tuple[Distribution, float]], counts: Any) -> None:
+        """Send with duplication and reordering faults (``netsim.engine.faults``), one message at a time."""
+        now = self.env.now
+        for d, (law, _) in zip(dsts, laws, strict=True):
+            delay = law.args["value"] if law.is_constant else self._law(law).next()
+            self._perturbed(Message(kind, src, d, payload, now, now, size), law, delay)
+
+    def _perturbed(self, message: Message, law: Distribution, delay: float) -> None:
+        """One message under duplication and reordering.
+
+        The link delay comes from the delays stream as on the plain path; whether a message is
+        held back (and by how much) and whether it is duplicated (and the copy's delay) come from
+        the faults stream. A copy counts as one more message sent of its kind (not by its sender).
+        """
+        faults = self.faults
+        rng = faults.message_rng
+        copies = [delay]
+        if faults.duplication > 0 and rng.random() < faults.duplication:
+            copies.append(float(law.sample(rng)))
+            faults.extras["duplicated"] += 1
+            counts = self.metrics.kind(message.kind)
+            counts.sent += 1
+            counts.records += message.size
+        now = message.sent_at
+        for delay in copies:
+            if faults.reorder > 0 and rng.random() < faults.reorder:
+                delay += float(faults.reorder_delay.sample(rng))
+                faults.extras["reordered"] += 1
+            due = now + delay
+            self._push((due, next(self._sequence), message.kind, message.src, message.dst, message.payload, now, due,
+                        message.size, 1))
