@@ -22,7 +22,7 @@ What a protocol is built from:
 - :data:`audit_targets`, the table of privacy-audit targets.
 
 The modules themselves keep their paths (``netsim.comm.transport`` and so on) for the docs and the
-tests; the old flat paths (``netsim.comm.transport``, ``netsim.engine.registry``, ...) are gone.
+tests; the old flat paths (``netsim.transport``, ``netsim.registry``, ...) are gone.
 """
 
 from netsim.comm.corruption import Lie, rewriting
