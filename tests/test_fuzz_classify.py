@@ -26,5 +26,6 @@ def test_classification(code, err, kind):
 
 def test_caps_keep_a_run_short_and_inside_its_folder(tmp_path):
     argv = fuzz.capped(["run", "quickstart"], tmp_path)
-    assert argv[argv.index("--out") + 1] == str(tmp_path / "out") and "run.wall_budget=5" in argv
+    budget = "run.wall_budget=5"  # a cap on each fuzzed run, passed as a --set
+    assert argv[argv.index("--out") + 1] == str(tmp_path / "out") and budget in argv
     assert fuzz.capped(["plot", "OUT"], tmp_path) == ["plot", str(tmp_path / "out")]

@@ -124,6 +124,7 @@ from netsim.comm import (
 )
 from netsim.comm import params as P
 from protocols.feducb.linucb import (
+    COLUMNS,
     FIELDS,
     LinUCBState,
     calibration_for,
@@ -156,16 +157,7 @@ class CentralizedFedUCB(Protocol):
     """Alg. 1 with a controller node; see the module docstring."""
 
     name = "feducb"
-    columns = {
-        "threshold_D": P.column("synchronisation threshold D", doc="the log-det threshold D in force"),
-        "sync_requests": P.column("synchronisations asked", doc="synchronisation requests sent"),
-        "tree_depth": P.column("tree depth", doc="depth of the binary-tree counter"),
-        "rho_min": P.column("ρ_min", doc="smallest regulariser of the privatized Gram matrix"),
-        "rho_max": P.column("ρ_max", doc="largest regulariser of the privatized Gram matrix"),
-        "kappa": P.column("κ", doc="the noise bound κ of the calibration"),
-        "epsilon_spent": P.column("privacy loss spent ε", doc="the ε the released statistics spent"),
-        "comm_bound_prop1": P.column("communication bound (Prop. 1)", doc="the paper's bound on the synchronisations"),
-    }
+    columns = COLUMNS
     description = "centralized FedUCB (dubey2020 Alg. 1): private federated OFUL with log-det synchronisation"
     fields: ClassVar[Mapping[str, P.Field]] = FIELDS
     servers = 1

@@ -207,3 +207,16 @@ def calibration_for(params: Any, *, dimension: int, agents: int, releases: int) 
     return FedUCBCalibration(epsilon=params["epsilon"], delta=params["delta"], alpha=params["alpha"],
                              dimension=dimension, agents=agents, releases=releases, L=params["L"], S=params["S"],
                              sigma=params["sigma"], lam=params["lam"])
+
+
+#: trials.csv columns of both FedUCB protocols (feducb-p2p adds its own)
+COLUMNS = {
+    "threshold_D": P.column("synchronisation threshold D", doc="the log-det threshold D in force"),
+    "sync_requests": P.column("synchronisations asked", doc="synchronisation requests sent"),
+    "tree_depth": P.column("tree depth", doc="depth of the binary-tree counter"),
+    "rho_min": P.column("ρ_min", doc="smallest regulariser of the privatized Gram matrix"),
+    "rho_max": P.column("ρ_max", doc="largest regulariser of the privatized Gram matrix"),
+    "kappa": P.column("κ", doc="the noise bound κ of the calibration"),
+    "epsilon_spent": P.column("privacy loss spent ε", doc="the ε the released statistics spent"),
+    "comm_bound_prop1": P.column("communication bound (Prop. 1)", doc="the paper's bound on the synchronisations"),
+}

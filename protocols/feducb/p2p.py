@@ -65,6 +65,7 @@ import numpy as np
 from netsim.comm import Flooding, InputError, Lie, Protocol, check_timer, register_protocol, rewriting, timer_from
 from netsim.comm import params as P
 from protocols.feducb.linucb import (
+    COLUMNS,
     FIELDS,
     LinUCBState,
     communication_bound,
@@ -104,18 +105,9 @@ class DecentralizedFedUCB(Protocol):
     """Sec. 4.2 (appendix): gamma round-robin estimators, requests and replies over LOCAL."""
 
     name = "feducb-p2p"
-    columns = {
-        "threshold_D": P.column("synchronisation threshold D", doc="the log-det threshold D in force"),
-        "sync_requests": P.column("synchronisations asked", doc="synchronisation requests sent"),
-        "sync_replies": P.column("synchronisation replies", doc="synchronisation replies sent"),
-        "tree_depth": P.column("tree depth", doc="depth of the binary-tree counter"),
-        "rho_min": P.column("ρ_min", doc="smallest regulariser of the privatized Gram matrix"),
-        "rho_max": P.column("ρ_max", doc="largest regulariser of the privatized Gram matrix"),
-        "kappa": P.column("κ", doc="the noise bound κ of the calibration"),
-        "epsilon_spent": P.column("privacy loss spent ε", doc="the ε the released statistics spent"),
-        "mean_neighbourhood": P.column("mean neighbourhood", doc="mean agents within γ hops"),
-        "comm_bound_prop1": P.column("communication bound (Prop. 1)", doc="the paper's bound on the synchronisations"),
-    }
+    columns = {**COLUMNS,
+               "sync_replies": P.column("synchronisation replies", doc="synchronisation replies sent"),
+               "mean_neighbourhood": P.column("mean neighbourhood", doc="mean agents within γ hops")}
     description = "decentralized FedUCB (dubey2020 Sec. 4.2): gamma subsampled estimators, LOCAL-protocol sync"
     fields = {**FIELDS, "gamma": P.integer(1, low=1, doc="time-to-live of messages = number of estimators",
                                            label="message life γ", unit="hops")}
