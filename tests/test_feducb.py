@@ -169,6 +169,27 @@ def test_sherman_morrison_matches_direct_inverse_and_logdet():
     np.testing.assert_allclose(state.logdet_w, np.linalg.slogdet(W)[1], atol=1e-8)
 
 
+def test_synchronise_rebuilds_v_and_w_from_s_and_the_data_since_the_upload():
+    """After a sync, V^-1 = (S + U)^-1 and W^-1 = (S + U + shift I)^-1 per learner (direct inverses), both
+    when no learner has data since its upload (one shared inverse) and when some have."""
+    rng = np.random.default_rng(4)
+    A, d, shift = 4, 3, 2.5
+    B = rng.normal(size=(d, d))
+    S = B @ B.T + 5.0 * np.eye(d)
+    for late in ((), (1, 3)):
+        state = LinUCBState(A, d, s0=2.0, shift_w=shift)
+        state.update(rng.normal(size=(A, d)), rng.random(A))
+        state.take_statistic(np.arange(A))
+        for row in late:  # data observed after the upload
+            state.update(rng.normal(size=(1, d)), rng.random(1), np.array([row]))
+        U = state.U.copy()
+        state.synchronise(np.arange(A), S, np.zeros(d))
+        for i in range(A):
+            np.testing.assert_allclose(state.v_inv[i], np.linalg.inv(S + U[i]), rtol=1e-12)
+            np.testing.assert_allclose(state.w_inv[i], np.linalg.inv(S + U[i] + shift * np.eye(d)), rtol=1e-12)
+            assert state.logdet_v[i] == pytest.approx(np.linalg.slogdet(S + U[i])[1], abs=1e-12)
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.integers(1, 6), st.integers(0, 2**31))
 def test_rank_one_step(d, seed):

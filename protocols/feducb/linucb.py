@@ -136,13 +136,18 @@ class LinUCBState:
         """Alg. 1 line 20: S_i <- S, s_i <- s; V = S + U (data since the upload), dt <- 0."""
         self.S[rows] = S
         self.s[rows] = s
-        V = S + self.U[rows]
+        shift = self.shift[rows]
+        if S.ndim == 2 and not self.Q[rows].any() and (shift == shift[0]).all():
+            # no data since the upload (paper mode) and one shift: V = S and W are the same for every row
+            V, shift = S[None], shift[:1]
+        else:
+            V = S + self.U[rows]
         self.inv[0, rows] = _inverse(V)
         self.logdet[0, rows] = np.linalg.slogdet(V)[1]
         self.logdet_s[rows] = np.linalg.slogdet(S)[1]
         self.u_tilde[rows] = s + self.u[rows]
         if self.shift_w:
-            W = V + self.shift[rows, None, None] * np.eye(self.d)
+            W = V + shift[:, None, None] * np.eye(self.d)
             self.inv[1, rows] = _inverse(W)
             self.logdet[1, rows] = np.linalg.slogdet(W)[1]
         self.dt[rows] = 0

@@ -285,7 +285,8 @@ class GaussianTreePrivatizer:
         self._exact[low][rows] = block
         if self.calibration.private:
             # symmetric_noise of every stream: its draws from the stream's own generator, symmetrised at once
-            raw = np.stack([self.rngs[j].normal(0.0, self.std, size=(self.size, self.size)) for j in rows])
+            std, shape = self.std, (self.size, self.size)
+            raw = np.stack([self.rngs[j].normal(0.0, std, size=shape) for j in rows])
             self._noise[low][rows] = symmetrise(raw)
             self.noise_drawn[rows] += 1
         noisy = np.zeros_like(statistic)
