@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from netsim.bandits.linear import frame_of, gapped_contexts, gapped_theta
+from netsim.bandits.linear import gapped_contexts, gapped_theta, to_frame
 from netsim.engine import scenario as S
 from netsim.engine.errors import InputError
 from netsim.engine.sim import Simulation
@@ -102,11 +102,12 @@ def test_gapped_orthogonal_parts_are_uniform_on_the_sphere():
 
 
 def test_frame_is_orthonormal_with_theta_first():
-    for d in (1, 2, 5, 10):
+    """to_frame applied to the identity is the frame itself: orthonormal, first column theta_hat."""
+    for d in (1, 2, 5, 10, 128):
         for theta in np.random.default_rng(d).normal(size=(4, d)):
-            frame = frame_of(theta)
+            frame = to_frame(theta, np.eye(d))
             np.testing.assert_allclose(frame.T @ frame, np.eye(d), atol=1e-14)
-            np.testing.assert_allclose(frame[:, 0], theta / np.linalg.norm(theta), atol=0)
+            np.testing.assert_allclose(frame[:, 0], theta / np.linalg.norm(theta), atol=1e-15)
 
 
 def test_gapped_bandit_rewards_and_regret():

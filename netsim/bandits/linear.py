@@ -30,8 +30,8 @@ sphere of R^(d-1), and F maps it onto the unit sphere of the hyperplane orthogon
 *Change (issue 25):* until then w was the normalised projection of d normals onto that
 hyperplane, P g / ||P g|| with g ~ N(0, I_d) and P = F' F'^T the projector (F' the last d - 1
 columns of F). P g has the law of F' h, so both give the same law; the new draw takes d - 1
-normals instead of d and a few passes over contiguous rows plus one matrix product instead of a
-dozen passes, but it changes the draws, hence every table of gapped contexts
+normals instead of d and a few passes over contiguous rows instead of a dozen passes over short
+ones, but it changes the draws, hence every table of gapped contexts
 (tests/test_feducb.py checks the law with Kolmogorov-Smirnov tests).
 """
 
@@ -67,24 +67,32 @@ def gapped_theta(rng: np.random.Generator, d: int, top: float) -> np.ndarray:
             return theta
 
 
-def frame_of(theta: np.ndarray) -> np.ndarray:
-    """An orthonormal d x d frame whose first column is theta / ||theta|| (a Householder reflection).
+def to_frame(theta: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """F y, in place, for the d x n array ``y``: F is the orthonormal frame whose first column is
+    theta / ||theta|| and whose other d - 1 columns span the hyperplane orthogonal to theta.
 
-    Its other d - 1 columns are an orthonormal basis of the hyperplane orthogonal to theta.
+    F = H diag(-s, 1, ..., 1) with H = I - 2 u u^T / (u^T u) the Householder reflection for
+    u = theta_hat + s e_1, s the sign of theta_hat_1 (|u|^2 >= 2, no cancellation): H e_1 = -s theta_hat.
+    Applied as y - u (2 u^T y / u^T u), one rank-one update (BLAS dger) in place: O(d n), where a
+    matrix product would be O(d^2 n).
     """
-    d = len(theta)
+    from scipy.linalg import blas  # imported on first use (start-up time)
+
     direction = theta / np.linalg.norm(theta)
     sign = 1.0 if direction[0] >= 0 else -1.0
     u = direction.copy()
-    u[0] += sign  # H = I - 2 u u^T / (u^T u) maps e_1 to -sign * direction; |u|^2 >= 1, no cancellation
-    frame = np.eye(d) - 2.0 * np.outer(u, u) / (u @ u)
-    frame[:, 0] = direction
-    return frame
+    u[0] += sign
+    y[0] *= -sign
+    weights = u @ y
+    weights *= 2.0 / (u @ u)
+    updated = blas.dger(-1.0, weights, u, a=y.T, overwrite_a=True)  # y^T -= weights u^T
+    if not np.shares_memory(updated, y):  # dger works in place on a contiguous float64 y
+        y[...] = updated.T
+    return y
 
 
 def gapped_contexts(rng: np.random.Generator, theta: np.ndarray, count: int, arms: int,
-                    band: tuple[float, float], best_band: tuple[float, float],
-                    frame: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    band: tuple[float, float], best_band: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
     """``count`` decision sets of ``arms`` unit vectors with prescribed values <x, theta> (Sec. 4.4).
 
     Returns ``(contexts, values)``: the contexts, count x arms x d (a view of a d x count x arms
@@ -92,12 +100,12 @@ def gapped_contexts(rng: np.random.Generator, theta: np.ndarray, count: int, arm
     as drawn (count x arms). Row ``best`` (uniform over the K rows, independently per set) gets a value
     U[best_band], every other row U[band].
 
-    Construction (module docstring): x = F (v / ||theta||, r h / ||h||) with F = :func:`frame_of` (first
-    column theta_hat, the others a basis of the hyperplane orthogonal to theta), r = sqrt(1 - v^2 /
+    Construction (module docstring): x = F (v / ||theta||, r h / ||h||) with F the frame of :func:`to_frame`
+    (first column theta_hat, the others a basis of the hyperplane orthogonal to theta), r = sqrt(1 - v^2 /
     ||theta||^2) and h a vector of d - 1 standard normals, so that F (0, h / ||h||) is uniform on the unit
     sphere of that hyperplane. Draws: the values, the best rows, the best values, then the normals
     (a (d - 1) x count x arms array, coordinate after coordinate). All of it is a few passes over
-    contiguous rows and one matrix product F Y.
+    contiguous rows.
     """
     d = len(theta)
     norm = float(np.linalg.norm(theta))
@@ -112,9 +120,7 @@ def gapped_contexts(rng: np.random.Generator, theta: np.ndarray, count: int, arm
         np.divide(1.0 - np.square(along), scale, out=scale)
         np.sqrt(np.maximum(scale, 0.0, out=scale), out=scale)
         h *= scale
-    if frame is None:
-        frame = frame_of(theta)
-    return (frame @ y).reshape(d, count, arms).transpose(1, 2, 0), values
+    return to_frame(theta, y).reshape(d, count, arms).transpose(1, 2, 0), values
 
 
 @bandits.register("linear")
@@ -162,7 +168,6 @@ class LinearBandit(BanditEnvironment):
         else:
             self.theta = unit_ball(streams.for_("means"), self.dimension)
         self._context_rng = streams.for_("contexts")
-        self._frame = frame_of(self.theta) if options.get("contexts") == "gapped" else None
         self._values = np.zeros((num_agents, options["arms"]))
         # Placeholder so that num_arms works before the first observation.
         self.local_means = np.zeros((num_agents, options["arms"]))
@@ -178,7 +183,7 @@ class LinearBandit(BanditEnvironment):
         arms = self.options["arms"]
         if self.options.get("contexts") == "gapped":
             x, values = gapped_contexts(self._context_rng, self.theta, len(agents), arms, self.options["band"],
-                                        self.options["best_band"], self._frame)
+                                        self.options["best_band"])
         else:
             x = self._context_rng.normal(size=(len(agents), arms, self.dimension))
             x /= np.linalg.norm(x, axis=-1, keepdims=True)
