@@ -10,11 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from netsim.bandits.linear import LinearBandit
 from netsim.engine import scenario as S
 from netsim.engine.errors import InputError
 from netsim.engine.sim import Simulation
-from netsim.engine.streams import Streams, trial_sequence
+from netsim.engine.streams import trial_sequence
 from protocols.feducb.linucb import LinUCBState
 from tests.test_feducb import BASE
 from tests.test_feducb_p2p import BASE as P2P
@@ -152,25 +151,7 @@ def test_p2p_refuses_a_server_delay():
     assert info.value.key == "network.server_delay"
 
 
-# ---------------------------------------------------------------------- the blocked one-clock step
-@pytest.mark.parametrize("contexts", ["gapped", "sphere"])
-@pytest.mark.parametrize("block", [1, 3, 7, 50])
-def test_blocks_of_contexts_are_the_plain_draw(contexts, block):
-    """observe_blocks(agents, block) hands over, block by block, bit for bit the contexts (and the values
-    the regret books use) of one observe(agents) on the same stream, whatever the block size."""
-    options = {"dimension": 4, "arms": 6, "contexts": contexts, "band": (0.5, 0.6), "best_band": (0.7, 0.8),
-               "noise": "bernoulli", "sigma": 0.1}
-    plain = LinearBandit(options, 9, Streams(np.random.SeedSequence(8)))
-    blocked = LinearBandit(options, 9, Streams(np.random.SeedSequence(8)))
-    agents = np.arange(9)
-    for _ in range(3):
-        whole = plain.observe(agents)
-        parts = [(part, x.copy()) for part, x in blocked.observe_blocks(agents, block)]
-        assert np.array_equal(np.concatenate([x for _, x in parts]), whole)
-        assert [p.start for p, _ in parts] == list(range(0, 9, block))
-        assert np.array_equal(blocked._values, plain._values)
-
-
+# ---------------------------------------------------------------------- the one-clock step
 def test_choosing_by_blocks_is_choosing_at_once():
     """LinUCBState.choose on slices of learners gives the choice of one call on all of them, bit for bit."""
     rng = np.random.default_rng(2)

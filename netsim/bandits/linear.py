@@ -21,12 +21,23 @@ unit ball *conditioned on* ||theta|| >= max(best_band) (rejection sampling on th
 x = (v / ||theta||) theta_hat + r w, with theta_hat = theta / ||theta||, w a uniformly random
 unit vector orthogonal to theta and r = sqrt(1 - v^2 / ||theta||^2), so every action lies on
 the unit sphere (||x|| = L = 1 exactly) and <x, theta> = v exactly. For d = 1 there is no
-orthogonal direction and ||x|| = v / |theta| <= 1.
+orthogonal direction and ||x|| = v / |theta| <= 1. The regret books and the reward means use the
+values v as drawn.
+
+w is built as F (0, h / ||h||): F is a fixed orthonormal frame whose first column is theta_hat
+(a Householder reflection) and h holds d - 1 standard normals; h / ||h|| is uniform on the unit
+sphere of R^(d-1), and F maps it onto the unit sphere of the hyperplane orthogonal to theta.
+*Change (issue 25):* until then w was the normalised projection of d normals onto that
+hyperplane, P g / ||P g|| with g ~ N(0, I_d) and P = F' F'^T the projector (F' the last d - 1
+columns of F). P g has the law of F' h, so both give the same law; the new draw takes d - 1
+normals instead of d and a few passes over contiguous rows instead of a dozen passes over short
+ones, but it changes the draws, hence every table of gapped contexts
+(tests/test_feducb.py checks the law with Kolmogorov-Smirnov tests).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -56,49 +67,60 @@ def gapped_theta(rng: np.random.Generator, d: int, top: float) -> np.ndarray:
             return theta
 
 
+def to_frame(theta: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """F y, in place, for the d x n array ``y``: F is the orthonormal frame whose first column is
+    theta / ||theta|| and whose other d - 1 columns span the hyperplane orthogonal to theta.
+
+    F = H diag(-s, 1, ..., 1) with H = I - 2 u u^T / (u^T u) the Householder reflection for
+    u = theta_hat + s e_1, s the sign of theta_hat_1 (|u|^2 >= 2, no cancellation): H e_1 = -s theta_hat.
+    Applied as y - u (2 u^T y / u^T u), one rank-one update (BLAS dger) in place: O(d n), where a
+    matrix product would be O(d^2 n).
+    """
+    from scipy.linalg import blas  # imported on first use (start-up time)
+
+    direction = theta / np.linalg.norm(theta)
+    sign = 1.0 if direction[0] >= 0 else -1.0
+    u = direction.copy()
+    u[0] += sign
+    y[0] *= -sign
+    weights = u @ y
+    weights *= 2.0 / (u @ u)
+    updated = blas.dger(-1.0, weights, u, a=y.T, overwrite_a=True)  # y^T -= weights u^T
+    if not np.shares_memory(updated, y):  # dger works in place on a contiguous float64 y
+        y[...] = updated.T
+    return y
+
+
 def gapped_contexts(rng: np.random.Generator, theta: np.ndarray, count: int, arms: int,
-                    band: tuple[float, float], best_band: tuple[float, float]) -> np.ndarray:
+                    band: tuple[float, float], best_band: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
     """``count`` decision sets of ``arms`` unit vectors with prescribed values <x, theta> (Sec. 4.4).
 
-    Row ``best`` (uniform over the K rows, independently per set) gets a value U[best_band],
-    every other row U[band]; see the module docstring for the construction.
-    """
-    out = np.empty((count, arms, len(theta)))
-    for _ in gapped_blocks(rng, theta, count, arms, band, best_band, block=max(count, 1), out=out):
-        pass
-    return out
+    Returns ``(contexts, values)``: the contexts, count x arms x d (a view of a d x count x arms
+    array, so that coordinate j of every action is one contiguous row), and their values <x, theta>
+    as drawn (count x arms). Row ``best`` (uniform over the K rows, independently per set) gets a value
+    U[best_band], every other row U[band].
 
-
-def gapped_blocks(rng: np.random.Generator, theta: np.ndarray, count: int, arms: int, band: tuple[float, float],
-                  best_band: tuple[float, float], *, block: int, out: np.ndarray) -> Iterator[slice]:
-    """:func:`gapped_contexts` written into ``out`` ``block`` decision sets at a time (yields each block's slice).
-
-    The same draws in the same order whatever ``block``: every set's values first, then the normals
-    of the orthogonal parts block after block (a generator's normals are one sequence however they
-    are split), and the same arithmetic per element, so the contexts are bit-identical. A caller
-    that uses each block as it is yielded works on data still in the CPU cache.
+    Construction (module docstring): x = F (v / ||theta||, r h / ||h||) with F the frame of :func:`to_frame`
+    (first column theta_hat, the others a basis of the hyperplane orthogonal to theta), r = sqrt(1 - v^2 /
+    ||theta||^2) and h a vector of d - 1 standard normals, so that F (0, h / ||h||) is uniform on the unit
+    sphere of that hyperplane. Draws: the values, the best rows, the best values, then the normals
+    (a (d - 1) x count x arms array, coordinate after coordinate). All of it is a few passes over
+    contiguous rows.
     """
     d = len(theta)
     norm = float(np.linalg.norm(theta))
-    direction = theta / norm
     values = rng.uniform(band[0], band[1], size=(count, arms))
     best = rng.integers(arms, size=count)
     values[np.arange(count), best] = rng.uniform(best_band[0], best_band[1], size=count)
-    along = values / norm
-    radial = np.sqrt(np.maximum(1.0 - along**2, 0.0)) if d > 1 else None
-    width = min(block, count)
-    w_buffer, product = np.empty((width, arms, d)), np.empty((width, arms, d))  # reused by every block
-    for start in range(0, count, block):
-        part = slice(start, min(start + block, count))
-        x = np.multiply(along[part, :, None], direction, out=out[part])
-        if radial is not None:
-            n = part.stop - start
-            w, tmp = w_buffer[:n], product[:n]
-            rng.standard_normal(out=w)
-            np.subtract(w, np.multiply((w @ direction)[..., None], direction, out=tmp), out=w)
-            length = np.sqrt(np.einsum("akd,akd->ak", w, w))
-            x += np.multiply((radial[part] / length)[..., None], w, out=tmp)
-        yield part
+    y = np.empty((d, count * arms))  # coordinates in the frame F
+    along = np.divide(values.reshape(-1), norm, out=y[0])
+    if d > 1:
+        h = rng.standard_normal(out=y[1:])
+        scale = np.einsum("ja,ja->a", h, h)  # ||h||^2 of every action
+        np.divide(1.0 - np.square(along), scale, out=scale)
+        np.sqrt(np.maximum(scale, 0.0, out=scale), out=scale)
+        h *= scale
+    return to_frame(theta, y).reshape(d, count, arms).transpose(1, 2, 0), values
 
 
 @bandits.register("linear")
@@ -147,50 +169,27 @@ class LinearBandit(BanditEnvironment):
             self.theta = unit_ball(streams.for_("means"), self.dimension)
         self._context_rng = streams.for_("contexts")
         self._values = np.zeros((num_agents, options["arms"]))
-        self._buffer_x = np.empty((0, options["arms"], self.dimension))
         # Placeholder so that num_arms works before the first observation.
         self.local_means = np.zeros((num_agents, options["arms"]))
 
     def observe(self, agents: np.ndarray) -> np.ndarray:
-        """Draw and return the contexts (len(agents) x K x d) of the next trial of ``agents``."""
-        agents = np.asarray(agents, dtype=np.int64)
-        out = np.empty((len(agents), self.options["arms"], self.dimension))
-        for _ in self._fill(agents, out, max(len(agents), 1)):
-            pass
-        return out
+        """Draw and return the contexts (len(agents) x K x d) of the next trial of ``agents``.
 
-    def observe_blocks(self, agents: np.ndarray, block: int) -> Iterator[tuple[slice, np.ndarray]]:
-        """:meth:`observe` of ``agents`` handed over ``block`` agents at a time, as it is drawn.
-
-        Yields ``(part, contexts)``: the slice of ``agents`` and their contexts (a view of a buffer
-        reused at the next trial). The draws, hence the contexts, are bit-identical to
-        :meth:`observe`'s; a protocol that chooses from each block as it comes reads it from the CPU
-        cache (FedUCB's hot path).
+        Gapped contexts come as a view of a d x len(agents) x K array (:func:`gapped_contexts`): for each
+        agent, ``contexts[a].T`` is a d x K matrix with contiguous rows, which batched matrix products read
+        as it is.
         """
         agents = np.asarray(agents, dtype=np.int64)
-        if len(self._buffer_x) < len(agents):
-            self._buffer_x = np.empty((len(agents), self.options["arms"], self.dimension))
-        out = self._buffer_x[: len(agents)]
-        for part in self._fill(agents, out, max(block, 1)):
-            yield part, out[part]
-
-    def _fill(self, agents: np.ndarray, out: np.ndarray, block: int) -> Iterator[slice]:
-        count = len(agents)
+        arms = self.options["arms"]
         if self.options.get("contexts") == "gapped":
-            parts = gapped_blocks(self._context_rng, self.theta, count, self.options["arms"], self.options["band"],
-                                  self.options["best_band"], block=block, out=out)
+            x, values = gapped_contexts(self._context_rng, self.theta, len(agents), arms, self.options["band"],
+                                        self.options["best_band"])
         else:
-            parts = self._sphere_blocks(count, block, out)
-        for part in parts:
-            self._values[agents[part]] = out[part] @ self.theta
-            yield part
-
-    def _sphere_blocks(self, count: int, block: int, out: np.ndarray) -> Iterator[slice]:
-        for start in range(0, count, block):
-            part = slice(start, min(start + block, count))
-            x = self._context_rng.normal(size=out[part].shape)
-            np.divide(x, np.linalg.norm(x, axis=-1, keepdims=True), out=out[part])
-            yield part
+            x = self._context_rng.normal(size=(len(agents), arms, self.dimension))
+            x /= np.linalg.norm(x, axis=-1, keepdims=True)
+            values = x @ self.theta
+        self._values[agents] = values
+        return x
 
     def expected(self, agents: np.ndarray) -> np.ndarray:
         """<x_k, theta> for the current contexts of ``agents``."""

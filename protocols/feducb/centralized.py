@@ -97,9 +97,8 @@ Linear algebra: V^-1 is kept by Sherman-Morrison rank-one updates and log det V 
 matrix-determinant lemma (log det(V + x x^T) = log det V + log(1 + x^T V^-1 x)), batched over
 agents. When rho_max > rho_min the trigger's W = V + M(rho_max - rho_min) I is tracked the same
 way. At each synchronisation V and W are rebuilt from S (one batched inverse / slogdet). With one
-clock, the contexts are drawn and the actions chosen block by block of agents
-(``LinearBandit.observe_blocks``: the same draws and arithmetic as one batch, on data still in
-the CPU cache).
+clock, every agent's contexts are drawn at once and the UCB runs as batched products over agents
+(:meth:`LinUCBState.choose`).
 """
 
 from __future__ import annotations
@@ -135,9 +134,6 @@ from protocols.feducb.linucb import (
     trials_of,
 )
 from protocols.privacy.gaussian_tree import GaussianTreePrivatizer
-
-#: contexts per block of the one-clock step (K x d values per agent): about 128 kB, a CPU's L2 cache
-BLOCK_VALUES = 16384
 
 
 def lie_upload(payload: tuple, lie: Lie) -> tuple:
@@ -193,7 +189,6 @@ class CentralizedFedUCB(Protocol):
         self.reborn: dict[int, GaussianTreePrivatizer] = {}  # trees of agents that restarted without state
         self.server = sim.servers[0].id
         self.everyone = np.arange(M)
-        self.block = max(1, BLOCK_VALUES // (sim.bandit.num_arms * d))
         self.up = sim.faults.up
         # agents
         self.pending = np.zeros(M, dtype=bool)  # request sent or call answered, sync not yet received
@@ -269,14 +264,9 @@ class CentralizedFedUCB(Protocol):
 
     def _choose_everyone(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every agent's contexts (one shared stream, so a crash leaves the others' draws alone) and choice."""
-        M, state = len(self.everyone), self.state
-        arms = np.empty(M, dtype=np.int64)
-        x = np.empty((M, self.d))
-        for part, contexts in self.sim.bandit.observe_blocks(self.everyone, self.block):
-            chosen = state.choose(contexts, beta[part], part)
-            arms[part] = chosen
-            x[part] = contexts[np.arange(len(chosen)), chosen]
-        return arms, x
+        contexts = self.sim.bandit.observe(self.everyone)
+        arms = self.state.choose(contexts, beta)
+        return arms, contexts[self.everyone, arms]
 
     def _request(self, agent: int, *, want: bool) -> None:
         """Ask for a round (``want``; the agent then waits for a sync) or only for a catch-up."""

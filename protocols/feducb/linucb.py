@@ -53,10 +53,11 @@ class LinUCBState:
     """OFUL statistics of a batch of learners with V = S + U (Alg. 1 lines 4-11), vectorised.
 
     Attributes (A = number of learners): ``S`` (A, d, d) and ``s`` (A, d) the synchronised
-    statistic, ``U``, ``u`` the local data since the last upload, ``Q`` (A, d+1, d+1) the
-    statistic still to privatise, ``v_inv`` and ``logdet_v`` for V = S + U_total, ``w_inv`` and
-    ``logdet_w`` for W = V + shift_w I (the trigger's matrix), ``logdet_s``, ``u_tilde`` = s + u_total
-    and ``dt`` the trials since the last synchronisation.
+    statistic, ``Q`` (A, d+1, d+1) the statistic still to privatise (the local data since the last
+    upload; ``U`` and ``u`` are its blocks), ``v_inv`` and ``logdet_v`` for V = S + U_total, ``w_inv``
+    and ``logdet_w`` for W = V + shift_w I (the trigger's matrix), ``logdet_s``, ``u_tilde`` = s + u_total
+    and ``dt`` the trials since the last synchronisation. V^-1 and W^-1 are stacked in ``inv``
+    (2, A, d, d; one matrix when shift_w = 0, then W = V) so that one batched rank-one step updates both.
     """
 
     def __init__(self, learners: int, dimension: int, *, s0: float | np.ndarray, shift_w: float | np.ndarray):
@@ -65,79 +66,90 @@ class LinUCBState:
         s0 = np.broadcast_to(np.asarray(s0, dtype=float), (A,)).copy()
         self.shift = np.broadcast_to(np.asarray(shift_w, dtype=float), (A,)).copy()
         self.shift_w = bool(np.any(self.shift))
-        eye = np.eye(d)
         self.s0 = s0
-        self.S = s0[:, None, None] * eye
+        self.S = s0[:, None, None] * np.eye(d)
         self.s = np.zeros((A, d))
-        self.U = np.zeros((A, d, d))
-        self.u = np.zeros((A, d))
         self.Q = np.zeros((A, d + 1, d + 1))
         self.u_tilde = np.zeros((A, d))
-        self.v_inv = eye / s0[:, None, None]
         self.logdet_s = d * np.log(s0)
-        self.logdet_v = self.logdet_s.copy()
-        self.w_inv = eye / (s0 + self.shift)[:, None, None] if self.shift_w else self.v_inv
-        self.logdet_w = d * np.log(s0 + self.shift)
+        regularisers = (s0, s0 + self.shift) if self.shift_w else (s0,)
+        self.inv = np.stack([np.eye(d) / r[:, None, None] for r in regularisers])
+        self.logdet = np.stack([d * np.log(r) for r in regularisers])
         self.dt = np.zeros(A, dtype=np.int64)
+
+    # views: V^-1, W^-1 (W = V without shift), their log dets, and the blocks U, u of Q
+    v_inv = property(lambda self: self.inv[0])
+    w_inv = property(lambda self: self.inv[-1])
+    logdet_v = property(lambda self: self.logdet[0])
+    logdet_w = property(lambda self: self.logdet[-1])
+    U = property(lambda self: self.Q[:, :-1, :-1])
+    u = property(lambda self: self.Q[:, :-1, -1])
 
     def reset(self, rows: np.ndarray) -> None:
         """``rows`` start afresh as at Alg. 1 line 1 (S = s0 I, no data, dt = 0): a learner that lost its state."""
         fresh = LinUCBState(len(rows), self.d, s0=self.s0[rows], shift_w=self.shift[rows])
-        for name in ("S", "s", "U", "u", "Q", "u_tilde", "v_inv", "logdet_s", "logdet_v", "logdet_w", "dt"):
+        for name in ("S", "s", "Q", "u_tilde", "logdet_s", "dt"):
             getattr(self, name)[rows] = getattr(fresh, name)
-        if self.shift_w:
-            self.w_inv[rows] = fresh.w_inv
+        self.inv[:, rows] = fresh.inv
+        self.logdet[:, rows] = fresh.logdet
 
     def choose(self, contexts: np.ndarray, beta: np.ndarray, rows: np.ndarray | slice | None = None) -> np.ndarray:
         """Alg. 1 lines 6-8: argmax over the K contexts (rows x K x d) of <x, theta_hat> + beta ||x||_{V^-1}.
 
-        ``rows``: the learners (an index array or a slice; ``None``: all).
+        ``rows``: the learners (an index array or a slice; ``None``: all). The products run on each
+        learner's d x K matrix ``contexts[a].T`` (rows contiguous for the gapped contexts of
+        :class:`~netsim.bandits.linear.LinearBandit`): one batched matrix product for V^-1 X, one for
+        theta_hat^T X.
         """
         sel = slice(None) if rows is None else rows
         v_inv = self.v_inv[sel]
+        xt = contexts.transpose(0, 2, 1)  # (A, d, K)
         theta = np.matmul(v_inv, self.u_tilde[sel][:, :, None])  # (A, d, 1)
-        mean = np.matmul(contexts, theta)[:, :, 0]
-        projected = np.matmul(contexts, v_inv)  # V^-1 is symmetric: x^T V^-1 = (V^-1 x)^T
-        width = np.sqrt(np.maximum(np.einsum("akd,akd->ak", projected, contexts), 0.0))
-        return np.argmax(mean + np.asarray(beta)[:, None] * width, axis=1)
+        mean = np.matmul(theta.transpose(0, 2, 1), xt)[:, 0, :]
+        projected = np.matmul(v_inv, xt)  # V^-1 x for every context
+        projected *= xt
+        width = np.sqrt(np.maximum(projected.sum(axis=1), 0.0))
+        width *= np.asarray(beta)[:, None]
+        width += mean
+        return np.argmax(width, axis=1)
 
     def update(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray | None = None) -> None:
         """Alg. 1 lines 10-11 with Sherman-Morrison for V^-1 (and W^-1) and the determinant lemma."""
         sel = slice(None) if rows is None else rows
-        self.U[sel] += x[:, :, None] * x[:, None, :]
-        self.u[sel] += x * y[:, None]
-        self.u_tilde[sel] += x * y[:, None]
         z = np.concatenate([x, y[:, None]], axis=1)
-        self.Q[sel] += z[:, :, None] * z[:, None, :]
-        self.v_inv[sel], self.logdet_v[sel] = _rank_one(self.v_inv[sel], self.logdet_v[sel], x)
-        if self.shift_w:
-            self.w_inv[sel], self.logdet_w[sel] = _rank_one(self.w_inv[sel], self.logdet_w[sel], x)
+        self.Q[sel] += z[:, :, None] * z[:, None, :]  # line 11; its blocks are line 10's U and u
+        self.u_tilde[sel] += x * y[:, None]
+        if rows is None:
+            _rank_one(self.inv, self.logdet, x)
         else:
-            self.logdet_w[sel] = self.logdet_v[sel]
+            inv, logdet = self.inv[:, sel], self.logdet[:, sel]
+            _rank_one(inv, logdet, x)
+            self.inv[:, sel], self.logdet[:, sel] = inv, logdet
 
     def take_statistic(self, rows: np.ndarray) -> np.ndarray:
-        """Q of ``rows`` for the privatizer; resets Q and the local (U, u) since the upload."""
+        """Q of ``rows`` for the privatizer; resets Q (so the local (U, u) since the upload)."""
         q = self.Q[rows].copy()
         self.Q[rows] = 0.0
-        self.U[rows] = 0.0
-        self.u[rows] = 0.0
         return q
 
     def synchronise(self, rows: np.ndarray, S: np.ndarray, s: np.ndarray) -> None:
         """Alg. 1 line 20: S_i <- S, s_i <- s; V = S + U (data since the upload), dt <- 0."""
         self.S[rows] = S
         self.s[rows] = s
-        V = S + self.U[rows]
-        self.v_inv[rows] = _inverse(V)
-        self.logdet_v[rows] = np.linalg.slogdet(V)[1]
+        shift = self.shift[rows]
+        if S.ndim == 2 and not self.Q[rows].any() and (shift == shift[0]).all():
+            # no data since the upload (paper mode) and one shift: V = S and W are the same for every row
+            V, shift = S[None], shift[:1]
+        else:
+            V = S + self.U[rows]
+        self.inv[0, rows] = _inverse(V)
+        self.logdet[0, rows] = np.linalg.slogdet(V)[1]
         self.logdet_s[rows] = np.linalg.slogdet(S)[1]
         self.u_tilde[rows] = s + self.u[rows]
         if self.shift_w:
-            W = V + self.shift[rows, None, None] * np.eye(self.d)
-            self.w_inv[rows] = _inverse(W)
-            self.logdet_w[rows] = np.linalg.slogdet(W)[1]
-        else:
-            self.logdet_w[rows] = self.logdet_v[rows]
+            W = V + shift[:, None, None] * np.eye(self.d)
+            self.inv[1, rows] = _inverse(W)
+            self.logdet[1, rows] = np.linalg.slogdet(W)[1]
         self.dt[rows] = 0
 
 
@@ -149,15 +161,20 @@ def _inverse(V: np.ndarray) -> np.ndarray:
         return np.linalg.pinv(V, hermitian=True)
 
 
-def _rank_one(inv: np.ndarray, logdet: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sherman-Morrison: (A + x x^T)^-1 = A^-1 - A^-1 x x^T A^-1 / (1 + x^T A^-1 x); log det += log1p(x^T A^-1 x)."""
-    ax = np.einsum("aij,aj->ai", inv, x)
-    q = np.einsum("ai,ai->a", x, ax)
-    inv = inv - ax[:, :, None] * ax[:, None, :] / (1.0 + q)[:, None, None]
+def _rank_one(inv: np.ndarray, logdet: np.ndarray, x: np.ndarray) -> None:
+    """Sherman-Morrison in place: (A + x x^T)^-1 = A^-1 - A^-1 x x^T A^-1 / (1 + x^T A^-1 x), and the
+    determinant lemma: log det += log1p(x^T A^-1 x).
+
+    ``inv`` (..., n, d, d) and ``logdet`` (..., n) for n vectors ``x`` (n, d); leading axes (V and W) share them.
+    """
+    ax = np.matmul(inv, x[:, :, None])  # (..., n, d, 1)
+    q = np.matmul(x[:, None, :], ax)[..., 0, 0]
+    inv -= ax * (ax.swapaxes(-1, -2) / (1.0 + q)[..., None, None])
     if q.min(initial=0.0) > -1.0:
-        return inv, logdet + np.log1p(q)
+        logdet += np.log1p(q)
+        return
     with np.errstate(invalid="ignore"):  # q <= -1 only for a V that a lie made indefinite: log det is then nan
-        return inv, logdet + np.log1p(q)
+        logdet += np.log1p(q)
 
 
 FIELDS = {

@@ -195,13 +195,8 @@ class DecentralizedFedUCB(Protocol):
         """A crashed agent is back; with ``state = "lost"`` it starts as a fresh learner (module docstring)."""
         if node >= self.M or state != "lost":
             return
-        gamma, cal = self.gamma, self.cal
-        rows = node * gamma + np.arange(gamma)
-        group = self.beta_group[rows]
-        fresh = LinUCBState(gamma, self.d, s0=group * cal.rho_min, shift_w=group * (cal.rho_max - cal.rho_min))
-        for name in ("S", "s", "U", "u", "Q", "u_tilde", "v_inv", "logdet_s", "logdet_v", "w_inv", "logdet_w",
-                     "dt"):
-            getattr(self.state, name)[rows] = getattr(fresh, name)
+        rows = node * self.gamma + np.arange(self.gamma)
+        self.state.reset(rows)
         self.privatizer.restart(rows)
         self.table_has[node] = False
         self.table_seq[node] = -1

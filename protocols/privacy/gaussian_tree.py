@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 
@@ -71,6 +72,9 @@ def tree_depth(releases: int) -> int:
 
 class FedUCBCalibration:
     """All privacy-dependent constants of FedUCB in one place (Alg. 2, Sec. 4.3, Props. 2 and 4).
+
+    The parameters are fixed at construction; each constant is computed once, on first use (the
+    learners read rho_min, rho_max and kappa every trial).
 
     Parameters
     ----------
@@ -117,54 +121,54 @@ class FedUCBCalibration:
         self.releases = int(releases)
         self.m = tree_depth(self.releases)
 
-    @property
+    @cached_property
     def private(self) -> bool:
         return not math.isinf(self.epsilon)
 
-    @property
+    @cached_property
     def _log_term(self) -> float:
         """2 ln(2 n M gamma / alpha), the union-bound term of Lambda and kappa (gamma = 1: centralized)."""
         return 2.0 * math.log(2.0 * self.releases * self.agents * self.estimators / self.alpha)
 
-    @property
+    @cached_property
     def noise_variance(self) -> float:
         """sigma_N^2 = 16 m (L^2+1)^2 log(2/delta)^2 / epsilon^2 (Alg. 2 line 5); 0 when epsilon = inf."""
         if not self.private:
             return 0.0
         return 16.0 * self.m * (self.L**2 + 1.0) ** 2 * math.log(2.0 / self.delta) ** 2 / self.epsilon**2
 
-    @property
+    @cached_property
     def noise_std(self) -> float:
         return math.sqrt(self.noise_variance)
 
-    @property
+    @cached_property
     def scale(self) -> float:
         """c = 32 m (L^2+1) log(4/delta) / epsilon, the factor of Lambda (Sec. 4.3); 0 when epsilon = inf."""
         if not self.private:
             return 0.0
         return 32.0 * self.m * (self.L**2 + 1.0) * math.log(4.0 / self.delta) / self.epsilon
 
-    @property
+    @cached_property
     def Lambda(self) -> float:
         """Lambda = c (4 sqrt(d) + 2 ln(2nM/alpha)) (Sec. 4.3)."""
         return self.scale * (4.0 * math.sqrt(self.dimension) + self._log_term)
 
-    @property
+    @cached_property
     def rho_min(self) -> float:
         """Prop. 4: rho_min = Lambda (lam when epsilon = inf)."""
         return self.Lambda if self.private else self.lam
 
-    @property
+    @cached_property
     def rho_max(self) -> float:
         """Prop. 4: rho_max = 3 Lambda (lam when epsilon = inf)."""
         return 3.0 * self.Lambda if self.private else self.lam
 
-    @property
+    @cached_property
     def shift(self) -> float:
         """Multiple of I added to each released Gram block: 2 Lambda (private) or lam."""
         return 0.5 * (self.rho_min + self.rho_max)
 
-    @property
+    @cached_property
     def kappa(self) -> float:
         """Prop. 4 (our reading): sqrt(c) (sqrt(d) + 2 ln(2nM/alpha)) / sqrt(4 sqrt(d) + 2 ln(2nM/alpha))."""
         if not self.private:
@@ -285,7 +289,8 @@ class GaussianTreePrivatizer:
         self._exact[low][rows] = block
         if self.calibration.private:
             # symmetric_noise of every stream: its draws from the stream's own generator, symmetrised at once
-            raw = np.stack([self.rngs[j].normal(0.0, self.std, size=(self.size, self.size)) for j in rows])
+            std, shape = self.std, (self.size, self.size)
+            raw = np.stack([self.rngs[j].normal(0.0, std, size=shape) for j in rows])
             self._noise[low][rows] = symmetrise(raw)
             self.noise_drawn[rows] += 1
         noisy = np.zeros_like(statistic)
