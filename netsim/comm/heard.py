@@ -85,18 +85,6 @@ def _messages(items: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
             np.concatenate(stops).astype(np.int64, copy=False), np.concatenate(dues).astype(float, copy=False), base)
 
 
-def _grouped(dst: np.ndarray) -> np.ndarray:
-    """The stable order of ``dst`` (non-negative ids): one sort of packed (id, position) keys."""
-    n = len(dst)
-    bits = n.bit_length()
-    if int(dst.max()).bit_length() + bits > 63:
-        return np.argsort(dst, kind="stable")
-    packed = dst << bits
-    packed |= np.arange(n)
-    packed.sort()
-    return packed & ((1 << bits) - 1)
-
-
 def _in_delivery_order(parts: list[tuple[np.ndarray, ...]], base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(receivers, records) of the copies ``parts`` (delivery indices, receivers, rows of ``base``), in delivery
     order."""
@@ -155,7 +143,7 @@ class Receiving:
             return
         arrival = np.cumsum(sizes) - sizes          # delivery index of each message's first copy
         if len(dst) > 1 and np.any(dst[1:] < dst[:-1]):
-            order = _grouped(dst)                   # by receiver, delivery order within each
+            order = stable_order(dst)               # by receiver, delivery order within each
             dst, start, sizes, arrival = dst[order], start[order], sizes[order], arrival[order]
         # per payload row, contiguous (the copies gather from these)
         origin, seq, alive = base["origin"].astype(np.int64), base["seq"].copy(), base["life"] >= 1
@@ -227,7 +215,10 @@ class Receiving:
             packed = packed[:kept]
             first = packed & ((1 << index_bits) - 1)
             packed >>= index_bits                       # (pair, seq) as one number
-            lead = packed[1:] != packed[:-1]            # the first copy of each (pair, seq) ...
+            lead = packed[1:] != packed[:-1]            # the first copy of each (pair, seq) leads, the
+            if not lead.all():                          # other copies are duplicates
+                lead = np.flatnonzero(np.append(True, lead))
+                packed, first = packed[lead], first[lead]
             p, seq = packed >> seq_bits, (packed & ((1 << seq_bits) - 1)) + s0
             p += p0
         else:
@@ -235,9 +226,9 @@ class Receiving:
             first = np.lexsort((np.arange(n), seq, pair))[:kept]
             p, seq = pair[first], seq[first]
             lead = (p[1:] != p[:-1]) | (seq[1:] != seq[:-1])
-        if not lead.all():                              # ... leads, the other copies are duplicates
-            lead = np.flatnonzero(np.append(True, lead))
-            p, seq, first = p[lead], seq[lead], first[lead]
+            if not lead.all():
+                lead = np.flatnonzero(np.append(True, lead))
+                p, seq, first = p[lead], seq[lead], first[lead]
         change = np.append(p[1:] != p[:-1], True)
         ends = np.flatnonzero(change) + 1               # one run per pair
         runs = np.append(0, ends[:-1])
@@ -249,15 +240,13 @@ class Receiving:
             seen = (back >= WINDOW) | ((mask[behind] >> np.minimum(back, WINDOW - 1).astype(np.uint64)) & _ONE == _ONE)
             behind = behind[seen]
         # advance each pair's window to its newest seq in this batch (p sorted, seq sorted within p) and set
-        # the bits of the fresh seqs (one OR per pair)
+        # the bits of the fresh seqs (one OR per pair); a uint64 shifted left by 64 or more is 0 in numpy
         last = ends - 1
         up, old = p[last], high[last]
         new = np.maximum(old, seq[last])
-        shift = new - old
-        mask = np.where(shift >= WINDOW, np.uint64(0), mask[last] << np.minimum(shift, WINDOW - 1).astype(np.uint64))
+        mask = mask[last] << (new - old).view(np.uint64)
         self._high[up] = new
-        bit = np.repeat(new, ends - runs) - seq if len(up) < len(p) else new - seq
-        bits = np.where(bit < WINDOW, _ONE << np.minimum(bit, WINDOW - 1).astype(np.uint64), np.uint64(0))
+        bits = _ONE << (np.repeat(new, ends - runs) - seq if len(up) < len(p) else new - seq).view(np.uint64)
         if len(behind):
             bits[behind] = 0
         mask |= bits if len(up) == len(p) else np.bitwise_or.reduceat(bits, runs)
@@ -266,11 +255,17 @@ class Receiving:
             return first, first[last], up, seq[last]
         fresh = np.ones(len(p), dtype=bool)
         fresh[behind] = False
-        # the newest fresh record of each pair: the last fresh one of its run (-1: none)
-        newest = np.maximum.reduceat(np.where(fresh, np.arange(len(p)), -1), runs)
-        up = up[newest >= 0]
-        newest = newest[newest >= 0]
-        return first[fresh], first[newest], up, seq[newest]
+        kept = np.flatnonzero(fresh)
+        # the newest fresh record of each pair: the last of its run, else the last fresh one before it (if any)
+        newest = last
+        stale = np.flatnonzero(~fresh[last])
+        if len(stale):
+            at = np.searchsorted(kept, last[stale]) - 1   # the last fresh one before the run's end (-1: none)
+            before = np.where(at >= 0, kept[np.maximum(at, 0)], -1) if len(kept) else at
+            newest = last.copy()
+            newest[stale] = np.where(before >= runs[stale], before, -1)
+            up, newest = up[newest >= 0], newest[newest >= 0]
+        return first[kept], first[newest], up, seq[newest]
 
     def _pairs(self, key: np.ndarray, span: tuple[int, int] | None = None) -> np.ndarray:
         """Index in the gamma-ball arrays of the pairs ``key = receiver * M + origin`` (every pair that can talk
