@@ -191,10 +191,12 @@ class Receiving:
                     span: tuple[int, int] | None = None) -> tuple[np.ndarray, ...]:
         """The first copies, among records delivered in this order, never seen before by their receiver.
 
-        Returns their indices (in no particular order), then the index of the newest of them per (receiver,
-        origin) pair, that pair's index in the gamma-ball arrays and its seq, in pair order; updates the
-        anti-replay windows. The copies are sorted by (pair, seq, arrival) with one sort of packed 64-bit
-        keys where they fit (a lexsort otherwise); ``span``: the range of pairs they can belong to.
+        Returns their indices (in no particular order), then, for each (receiver, origin) pair whose newest
+        copy here is among them, that copy's index, the pair's index in the gamma-ball arrays and its seq,
+        in pair order; updates the anti-replay windows. The copies are sorted by (pair, seq, arrival) with
+        one sort of packed 64-bit keys where they fit (a lexsort otherwise), and each pair's are taken in
+        increasing seq, each checked against the window as it was before the batch (the first copy of a
+        seq leads); ``span``: the range of pairs they can belong to.
         """
         own = origin == dst                             # a record never comes back to its origin: such
         n = len(dst)                                    # copies sort last and are cut off
@@ -255,17 +257,8 @@ class Receiving:
             return first, first[last], up, seq[last]
         fresh = np.ones(len(p), dtype=bool)
         fresh[behind] = False
-        kept = np.flatnonzero(fresh)
-        # the newest fresh record of each pair: the last of its run, else the last fresh one before it (if any)
-        newest = last
-        stale = np.flatnonzero(~fresh[last])
-        if len(stale):
-            at = np.searchsorted(kept, last[stale]) - 1   # the last fresh one before the run's end (-1: none)
-            before = np.where(at >= 0, kept[np.maximum(at, 0)], -1) if len(kept) else at
-            newest = last.copy()
-            newest[stale] = np.where(before >= runs[stale], before, -1)
-            up, newest = up[newest >= 0], newest[newest >= 0]
-        return first[kept], first[newest], up, seq[newest]
+        top = fresh[last]  # a pair whose newest copy here was seen before has nothing above its newest seq
+        return first[fresh], first[last[top]], up[top], seq[last[top]]
 
     def _pairs(self, key: np.ndarray, span: tuple[int, int] | None = None) -> np.ndarray:
         """Index in the gamma-ball arrays of the pairs ``key = receiver * M + origin`` (every pair that can talk
