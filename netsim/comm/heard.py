@@ -47,7 +47,8 @@ def _messages(items: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     """(receivers, first rows, row ends, due times, joined payloads) of delivered items, in list order.
 
     Items are :class:`~netsim.engine.network.Multicast` records (rows ``start:stop`` of their payload) or
-    single Messages (their whole payload); consecutive Messages are gathered in plain lists.
+    single Messages (their whole payload); consecutive Messages are gathered in plain lists. The joined
+    payloads hold the rows the messages carry, each once.
     """
     offset: dict[int, int] = {}  # payload -> its first row in the joined payloads
     chunks: list[np.ndarray] = []
@@ -79,10 +80,21 @@ def _messages(items: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
             for values, value in zip(single, (item.dst, at, at + len(payload), item.due_at), strict=True):
                 values.append(value)
     close()
-    dtype = chunks[0].dtype
-    base = np.concatenate([c.view(np.dtype((np.void, dtype.itemsize))) for c in chunks]).view(dtype)
-    return (np.concatenate(dsts).astype(np.int64, copy=False), np.concatenate(starts).astype(np.int64, copy=False),
-            np.concatenate(stops).astype(np.int64, copy=False), np.concatenate(dues).astype(float, copy=False), base)
+    start, stop = (np.concatenate(x).astype(np.int64, copy=False) for x in (starts, stops))
+    # only the rows some message carries are joined (a flight's payload comes with every batch that has one of
+    # its messages): a row's place in the joined payloads is its rank among those
+    used = np.cumsum(np.bincount(start, minlength=rows + 1) - np.bincount(stop, minlength=rows + 1)) > 0
+    rank = np.cumsum(used) - 1
+    raw = np.dtype((np.void, chunks[0].dtype.itemsize))
+    parts, at = [], 0
+    for chunk in chunks:
+        keep = used[at:at + len(chunk)]
+        parts.append(chunk.view(raw) if keep.all() else chunk.view(raw)[keep])
+        at += len(chunk)
+    base = np.concatenate(parts).view(chunks[0].dtype)
+    first = rank[start]
+    return (np.concatenate(dsts).astype(np.int64, copy=False), first, first + (stop - start),
+            np.concatenate(dues).astype(float, copy=False), base)
 
 
 def _in_delivery_order(parts: list[tuple[np.ndarray, ...]], base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
