@@ -4,20 +4,25 @@ Part of :class:`netsim.comm.flooding.Flooding` (its base class; see that module'
 "Duplicates" and "Latest message per origin", and ``docs/engine.md``). A batch (what a deferred
 reader collects at a tick, or what a record reader gets at an instant) is handled as:
 
-1. its messages as arrays (receiver, first row, row end, due time) over the distinct payloads
-   joined once as raw rows, put in delivery order (a stable sort by due time);
-2. every record copy as (receiver, origin, seq, arrival index), sorted once as packed 64-bit keys
-   (a lexsort where they do not fit): the first copy of each (pair, seq) leads, the others are
-   duplicates; each pair's anti-replay window (the newest seq and a 64-bit mask) is checked and
-   advanced with one OR per pair;
-3. the newest fresh record of each pair replaces the latest-table entry when newer (the table is
-   stored column-wise, one row per element and one column per pair, so that a batch's arithmetic
-   runs along contiguous rows); the running sums are updated by differences when few entries
-   change, else summed afresh over the table (in steady state every origin publishes once per tick
-   and every pair changes).
+1. its messages as arrays (receiver, first row, row end, due time) over the rows they carry, joined
+   once as raw rows, put in delivery order (a stable sort by due time), then grouped by receiver
+   (delivery order kept within each);
+2. the record copies, receiver by receiver in blocks of about :data:`BLOCK` copies (whole receivers,
+   so that a block's arrays stay in the processor's cache; every rule below is per receiver): each
+   copy's pair (receiver, origin) looked up, the copies sorted once as packed 64-bit keys (pair, seq,
+   arrival) (a lexsort where they do not fit); the first copy of each (pair, seq) leads, the others
+   are duplicates; a pair's copies are taken in increasing seq, each checked against its anti-replay
+   window (the newest seq and a 64-bit mask) as it was before the batch, and the window advances
+   with one OR per pair;
+3. the newest copy of each pair, where fresh and newer than the latest-table entry, replaces it (the
+   table holds the record as received, one raw row per pair: one gather and one scatter per change);
+   the terms of the running sums are stored column-wise (one row per element and one column per pair)
+   and the sums updated by differences when few entries change, else summed afresh over the table
+   (in steady state every origin publishes once per tick and every pair changes);
+4. what is reported (``on_receive``) and forwarded is put back in delivery order.
 
-The pair of (receiver, origin) comes from a dense M x M table up to :data:`DENSE_PAIRS` entries,
-else from a search in the sorted pair keys.
+The pair of (receiver, origin) comes from a dense M x M table (int32) up to :data:`DENSE_PAIRS`
+entries, else from a search in the sorted pair keys of the block's receivers.
 """
 
 from __future__ import annotations
@@ -263,7 +268,10 @@ class Receiving:
         bits = _ONE << (np.repeat(new, ends - runs) - seq if len(up) < len(p) else new - seq).view(np.uint64)
         if len(behind):
             bits[behind] = 0
-        mask |= bits if len(up) == len(p) else np.bitwise_or.reduceat(bits, runs)
+        if len(up) < len(p):  # the OR of a run's bits (distinct powers of two) is their sum: a difference of
+            bits = np.cumsum(bits)  # running sums, exact modulo 2**64
+            bits = bits[last] - np.append(np.uint64(0), bits[last[:-1]])
+        mask |= bits
         self._mask[up] = mask
         if not len(behind):
             return first, first[last], up, seq[last]
