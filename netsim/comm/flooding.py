@@ -230,23 +230,12 @@ class Flooding(Receiving):
         # the pair of (receiver, origin) from a dense M x M table where that is small enough, else by search
         self._pair_of = None
         if m * m <= DENSE_PAIRS:
-            self._pair_of = np.full(m * m, -1, dtype=np.int64)
+            self._pair_of = np.full(m * m, -1, dtype=np.int32)
             self._pair_of[self._pair_key] = np.arange(pairs)
         self._high = np.full(pairs, -1, dtype=np.int64)   # anti-replay window: newest seq per pair
         self._mask = np.zeros(pairs, dtype=np.uint64)      # bit j: seq (high - j) seen
         if self.keep_latest:
-            values = self._value_dtype
-            self._latest_seq = np.full(pairs, -1, dtype=np.int64)
-            self._latest_created = np.full(pairs, np.nan)
-            # per value column, one row per element and one column per pair (so that arithmetic on a batch of
-            # updates runs along long contiguous rows)
-            self._latest = {name: np.zeros((self._width[name], pairs), dtype=values.fields[name][0].base)
-                            for name in self.value_names}
-            # the terms of each sum per pair, in the same layout (a one-column sum reads the latest table itself)
-            self._terms = {name: self._latest[spec[0]] if len(spec) == 1 else
-                           np.zeros((max(self._width[spec[0]], self._width[spec[1]]), pairs))
-                           for name, spec in self.sum_spec.items()}
-            self._receivers = np.flatnonzero(np.diff(self._ball_ptr))  # receivers with a non-empty ball
+            self._latest_state(pairs)
 
     # ------------------------------------------------------------------ dense views
     def _dense(self, values: np.ndarray | str, fill: Any) -> np.ndarray:
@@ -270,7 +259,7 @@ class Flooding(Receiving):
         """(M, M) creation time of that record (nan: none); a dense copy."""
         if self._mode == "sync":
             return self._sync.dense("created", np.nan)
-        return self._dense(self._latest_created if self._mode else "created", np.nan)
+        return self._dense(self._table["created"] if self._mode else "created", np.nan)
 
     @property
     def latest_values(self) -> dict[str, np.ndarray]:
@@ -279,11 +268,7 @@ class Flooding(Receiving):
             return {name: self._sync.dense(name, 0) for name in self.value_names}
         if not self._mode:
             return {name: self._dense(name, 0) for name in self.value_names}
-        return {name: self._dense(self._column(name, self._latest[name]), 0) for name in self.value_names}
-
-    def _column(self, name: str, rows: np.ndarray) -> np.ndarray:
-        """A value column stored as (elements, n) back in its own shape, (n, *shape) (a view)."""
-        return rows.T.reshape((rows.shape[1],) + self._value_dtype.fields[name][0].shape)
+        return {name: self._dense(self._table[name], 0) for name in self.value_names}
 
     # ------------------------------------------------------------------ sources
     def records(self, agents: np.ndarray, values: Mapping[str, Any] | np.ndarray | None = None) -> np.ndarray:
@@ -344,18 +329,7 @@ class Flooding(Receiving):
             self._high[lo:hi] = -1
             self._mask[lo:hi] = 0
             if self.keep_latest:
-                had = np.flatnonzero(self._latest_seq[lo:hi] >= 0) + lo
-                previous = {name: rows[:, had] for name, rows in self._latest.items()} if self.on_latest else None
-                self._latest_seq[lo:hi] = -1
-                self._latest_created[lo:hi] = np.nan
-                for rows in (*self._latest.values(), *self._terms.values()):
-                    rows[:, lo:hi] = 0
-                for total in self.sums.values():
-                    total[a] = 0  # every term of its sums is gone
-                if previous is not None and len(had):
-                    self.on_latest(np.full(len(had), a), self._ball_origin[had], *(
-                        {name: self._column(name, rows) for name, rows in x.items()}
-                        for x in (previous, {name: np.zeros_like(rows) for name, rows in previous.items()})))
+                self._forget_latest(a, lo, hi)
             self._seq[a] = (self._seq[a] // INCARNATION + 1) * INCARNATION
         if len(self._outbox_from):  # what they had queued for forwarding is gone too
             gone = np.asarray(agents, dtype=np.int64)
