@@ -36,6 +36,10 @@ import numpy as np
 
 from protocols.privacy.mechanisms import laplace_noise
 
+_CHUNK = 10
+_CHUNK_MASK = (1 << _CHUNK) - 1
+_CHUNK_BITS = (np.arange(1 << _CHUNK)[:, None] >> np.arange(_CHUNK)) & 1 == 1   # row c: the bits of c
+
 
 def _epsilon(value: Any) -> float:
     try:
@@ -93,6 +97,7 @@ class BinaryTreeCounter:
         self.node_epsilon = self.epsilon / self.levels
         self.scale = 0.0 if math.isinf(self.epsilon) else sensitivity / self.node_epsilon
         self._j = np.arange(self.levels, dtype=np.int64)
+        self._pow2 = np.int64(1) << self._j
         size = int(np.prod(self.shape, dtype=np.int64))
         self._ids = np.arange(size).reshape(self.shape)        # flat id of every counter
         self._sums = np.zeros(size)
@@ -100,6 +105,7 @@ class BinaryTreeCounter:
         self._noise = np.zeros((size, self.levels))
         self._used = np.zeros((size, self.levels), dtype=bool)
         self.noise_terms = 0
+        self._latest = 0  # the latest time any counter was released at
 
     # ------------------------------------------------------------------ closed forms
     def variance(self, t: int | np.ndarray) -> float | np.ndarray:
@@ -139,21 +145,23 @@ class BinaryTreeCounter:
         picked = self._ids[index]
         out_shape = np.shape(picked)
         flat = picked.ravel() if out_shape else np.array([picked])
-        if flat.size > 1 and np.bincount(flat).max() > 1:
+        if flat.size > 1 and len(set(flat.tolist())) < flat.size:
             raise ValueError("each counter may appear once per release")
         last = self._last[flat]
-        if not np.isscalar(t):
+        scalar = isinstance(t, (int, np.integer))
+        if scalar:
+            t = low = high = int(t)
+            late = t < self._latest and last.max(initial=0) > t   # no counter is later than the latest time
+        else:
             t = np.broadcast_to(np.asarray(t, dtype=np.int64), out_shape).ravel()
             low, high = int(t.min()), int(t.max())
             late = (last > t).any()
-        else:
-            t = low = high = int(t)
-            late = last.max(initial=0) > t
         if low < 1 or high > self.horizon:
             raise ValueError(f"time outside 1..{self.horizon}")
         if late:
             raise ValueError("a counter's times must not decrease")
-        if not np.isscalar(value):
+        self._latest = max(self._latest, high)
+        if type(value) is not float:
             value = np.asarray(value, dtype=float)
             value = value.reshape(flat.shape) if value.ndim else value
         sums = self._sums[flat] + value
@@ -163,13 +171,10 @@ class BinaryTreeCounter:
             return sums.reshape(out_shape)
         # Node (j, m = t >> j) of a counter was used before iff its previous release time `last` had
         # last >> j == m (bit j of last is then set too, m being odd): releases come in time order,
-        # so earlier ones lie in lower nodes. Hence Alg. 3's map P needs no other state than `last`.
-        if type(t) is int:
-            ids = t >> self._j                                      # node m = t >> j at each level j
-        else:
-            ids = t[:, None] >> self._j
-        active = (ids & 1) == 1                                     # bit j of t set: node used (Alg. 2)
-        fresh = active & ((last[:, None] >> self._j) != ids)        # first use of that node (Alg. 3)
+        # so earlier ones lie in lower nodes. Hence Alg. 3's map P needs no other state than `last`;
+        # last >> j != t >> j is (last ^ t) >= 2^j.
+        active = self._bits(t) if scalar else (t[:, None] >> self._j) & 1 == 1   # bit j of t set: node used (Alg. 2)
+        fresh = active & (self._pow2 <= (last ^ t)[:, None])             # first use of that node (Alg. 3)
         rows, cols = np.nonzero(fresh)
         if len(rows):
             who = flat[rows]
@@ -177,6 +182,14 @@ class BinaryTreeCounter:
             self._used[who, cols] = True
             self.noise_terms += len(rows)
         return (sums + (self._noise[flat] * active).sum(axis=-1)).reshape(out_shape)
+
+    def _bits(self, t: int) -> np.ndarray:
+        """The bits of t as a boolean row over the levels (bit j at column j), read from a table of
+        10-bit chunks (one lookup per chunk instead of three array operations)."""
+        if self.levels <= _CHUNK:
+            return _CHUNK_BITS[t, : self.levels]
+        chunks = [_CHUNK_BITS[(t >> s) & _CHUNK_MASK] for s in range(0, self.levels, _CHUNK)]
+        return np.concatenate(chunks)[: self.levels]
 
     def restart(self, index: Any) -> None:
         """The counters at ``index`` start a new stream (their owner lost its state): zero sums, no nodes.
