@@ -298,8 +298,12 @@ class GossipUCB(Protocol):
             self._count_reads()
         self.ntilde = propagate_max_counts(n, self.ntilde, heard)                  # line 5, ñ(t+1)
         bonus = confidence_bound(n, t, big_n, horizon=self.ticks, epsilon=self._epsilon, out=self._bonus)
-        forced = lagging.any(axis=1) if np.count_nonzero(lagging) else self._nobody   # A_i non-empty
-        arms = select_arms(self.theta, bonus, lagging, self.rng, forced=forced)   # lines 7-13
+        if np.count_nonzero(lagging):
+            forced = lagging.any(axis=1)                                           # A_i non-empty
+            arms = select_arms(self.theta, bonus, lagging, self.rng, forced=forced)   # lines 7-13
+        else:
+            forced = self._nobody
+            arms = select_arms(self.theta, bonus, None, self.rng)
         self.arms, self.lagging = arms, lagging
         if len(active) < big_n:
             arms, forced = arms[active], forced[active]

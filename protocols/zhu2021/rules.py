@@ -79,15 +79,17 @@ def consistency_set(n: np.ndarray, ntilde: np.ndarray, num_agents: int) -> np.nd
     return n < ntilde - num_agents
 
 
-def select_arms(theta: np.ndarray, bonus: np.ndarray, lagging: np.ndarray, rng: np.random.Generator,
+def select_arms(theta: np.ndarray, bonus: np.ndarray, lagging: np.ndarray | None, rng: np.random.Generator,
                 *, forced: np.ndarray | None = None) -> np.ndarray:
     """Lines 7-13: argmax_k theta + C if A_i is empty, else a uniform arm of A_i.
 
     Draws M uniforms from ``rng`` for each agent with a non-empty A_i (in agent order) and
-    nothing otherwise. ``forced``: ``lagging.any(axis=1)`` if the caller has it already
-    (``lagging`` is not read when ``forced`` is all False).
+    nothing otherwise. ``forced``: ``lagging.any(axis=1)`` if the caller has it already;
+    ``lagging = None``: every A_i is empty.
     """
     arms = (theta + bonus).argmax(axis=1)
+    if lagging is None:
+        return arms
     forced = (lagging.any(axis=1) if forced is None else forced).nonzero()[0]
     if len(forced):
         u = rng.random((len(forced), theta.shape[1]))
