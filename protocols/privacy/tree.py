@@ -173,7 +173,7 @@ class BinaryTreeCounter:
         # last >> j != t >> j is (last ^ t) >= 2^j. A level whose bit of t is clear has left its node
         # for good (later times have other m at that level), so its noise is dropped (zeroed) here.
         active = (self._pow2 & (t if scalar else t[:, None])) != 0       # bit j of t set: node used (Alg. 2)
-        fresh = active & (self._pow2 <= (last ^ t)[:, None])             # first use of that node (Alg. 3)
+        fresh = active & np.greater_equal.outer(last ^ t, self._pow2)    # first use of that node (Alg. 3)
         noise = self._noise[flat]
         noise *= active
         drawn = int(np.count_nonzero(fresh))
