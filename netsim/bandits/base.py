@@ -64,7 +64,7 @@ class BanditEnvironment:
         self.local_means = np.zeros((num_agents, 0))
         self._gaps_of: np.ndarray | None = None
         self._gaps = np.zeros(0)
-        self._each: tuple[np.ndarray, np.ndarray] | None = None  # pull_each's agent ids and counts
+        self._each: np.ndarray | None = None  # pull_each's agent ids
         self._each_left = 0  # pull_each calls that need no refill (0: look; every other pull resets it)
 
     # ------------------------------------------------------------------ true means
@@ -130,12 +130,12 @@ class BanditEnvironment:
                 self._refill(int(agent))
             self._each_left = self._block - int(cursor.max())
             if self._each is None:
-                self._each = (np.arange(self.num_agents), np.ones(self.num_agents, dtype=np.int64))
+                self._each = np.arange(self.num_agents)
         self._each_left -= 1
-        agents, ones = self._each
+        agents = self._each
         u = self._buffer[agents, cursor]
         cursor += 1
-        rewards = self._rewards(agents, arms, ones, u)
+        rewards = self._single_rewards(agents, arms, u)
         self.regret += self._pull_gaps(agents, arms)  # distinct agents: the additions np.add.at makes
         self.pulls += 1
         return rewards
@@ -184,6 +184,10 @@ class BanditEnvironment:
 
     def _rewards(self, agents: np.ndarray, arms: np.ndarray, n: np.ndarray, u: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def _single_rewards(self, agents: np.ndarray, arms: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """:meth:`_rewards` with every n = 1 (kinds may give the same floats with fewer operations)."""
+        return self._rewards(agents, arms, np.ones(len(agents), dtype=np.int64), u)
 
     # ------------------------------------------------------------------ uniform streams
     def _uniforms(self, agents: np.ndarray) -> np.ndarray:
