@@ -1,17 +1,23 @@
 """Run time of every bundled study: quick scale measured, paper scale estimated from measured trials.
 
-``python -m benchmarks.studies [--only NAME ...] [--no-paper] [--jobs 2]`` writes
-``benchmarks/studies.json`` and the table of bundled studies in ``docs/studies.md``.
+``python -m benchmarks.studies [--only NAME ...] [--no-paper] [--jobs 2] [--set KEY=VALUE ...]`` writes
+``benchmarks/studies.json`` and the table of bundled studies in ``docs/studies.md`` (``--only`` keeps the
+other studies' rows of the JSON file; ``--set`` applies to every variant, as ``netsim study --set``, e.g.
+``--set bandit.file=/path/to/diabetic_data.csv`` for ``zhu2021-fig2c``).
 
 * **quick**: ``netsim study NAME --scale quick --jobs 2`` in a child process, wall seconds of the
   whole command (start-up, every unit, tables, figures, report), all studies one after the other.
 * **paper**: one trial of every variant and grid point at the paper scale, in this process, CPU
-  seconds each. A point whose trial would take long is measured at a fraction of its horizon
-  (``run.horizon / 10``, or ``/ 100`` from 10^6 slots) and its cost scaled linearly in the horizon
-  (the scaling benchmark shows slopes close to 1 in the horizon for every family); runs that end
-  before their horizon (rio2023's identification runs) are always measured whole. The study's
-  paper-scale time with ``--jobs 2`` is then sum over points of trials x CPU s per trial / 2,
-  marked *extrapolated* when any point was scaled from a fraction of its horizon.
+  seconds each. A point whose trial would take long is measured at a fraction f of its horizon H
+  (``run.horizon / 10``, or ``/ 100`` from 10^6 slots) and its cost extrapolated linearly in the horizon
+  (the scaling benchmark shows slopes close to 1 in the horizon for every family): the trial's fixed
+  cost c0 (building the network, bandit and protocol, collecting the results) is measured on its own,
+  with a horizon of ``f / 1000``, and only the rest is scaled: c0 + (c(f) - c0) H / f. Before the
+  timed runs of a point, one untimed short trial pays the imports and caches of its first use
+  (scaling those by H / f would inflate the estimate). Runs that end before their horizon (rio2023's
+  identification runs) are always measured whole. The study's paper-scale time with ``--jobs 2`` is
+  then sum over points of trials x CPU s per trial / 2, marked *extrapolated* when any point was
+  scaled from a fraction of its horizon.
 """
 
 from __future__ import annotations
@@ -34,11 +40,11 @@ END = "<!-- end of the studies table -->"
 FULL_BUDGET = 20.0  # CPU s: a point whose estimated full trial costs more is extrapolated from a fraction
 
 
-def quick(name: str, jobs: int) -> dict:
-    """``netsim study NAME --scale quick --jobs JOBS`` in a child process."""
+def quick(name: str, jobs: int, sets: list[str]) -> dict:
+    """``netsim study NAME --scale quick --jobs JOBS [--set KEY=VALUE ...]`` in a child process."""
     with tempfile.TemporaryDirectory() as out:
         argv = [sys.executable, "-m", "netsim", "study", name, "--scale", "quick", "--jobs", str(jobs), "--quiet",
-                "--out", out]
+                "--out", out, *(f"--set={item}" for item in sets)]
         env = {**os.environ, "NETSIM_NO_PROGRESS": "1"}
         wall = time.perf_counter()
         done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
@@ -61,26 +67,39 @@ def _trial_cpu(scenario, horizon: float | None) -> tuple[float, dict]:
     return time.process_time() - start, row
 
 
-def paper(name: str, jobs: int) -> dict:
+def _fixed_cpu(scenario, horizon: float) -> float:
+    """CPU s of a trial of ``horizon`` (the fixed cost of a trial), 0 when the scenario refuses so short a run."""
+    try:
+        return _trial_cpu(scenario, horizon)[0]
+    except Exception:  # a protocol that needs a longer run: no fixed cost is subtracted (an over-estimate)
+        return 0.0
+
+
+def paper(name: str, jobs: int, sets: list[str]) -> dict:
     """The paper scale's time with ``jobs`` processes, from one measured trial per point."""
     from netsim.experiment import studies
 
-    plan = studies.plan(studies.load(name), "paper")
+    plan = studies.plan(studies.load(name), "paper", overrides=studies.set_options(sets))
     points, total, extrapolated = [], 0.0, False
     for point in plan.points:
         horizon = float(point.scenario.run["horizon"])
         fraction = horizon / (100 if horizon >= 1e6 else 10)
+        _fixed_cpu(point.scenario, fraction / 1000)  # untimed: imports and caches of the first such trial
+        fixed = _fixed_cpu(point.scenario, fraction / 1000)
         cpu, row = _trial_cpu(point.scenario, fraction)
         finished_early = row["end_time"] < fraction
         if finished_early or cpu * horizon / fraction <= FULL_BUDGET:
             cpu, row = _trial_cpu(point.scenario, None)
             per_trial, scaled = cpu, False
         else:
-            per_trial, scaled = cpu * horizon / fraction, True
+            fixed = min(fixed, cpu)
+            per_trial, scaled = fixed + (cpu - fixed) * horizon / fraction, True
         extrapolated |= scaled
         total += plan.trials * per_trial
         points.append({"variant": point.variant, "point": point.index, "horizon": horizon,
-                       "trial_cpu_s": round(per_trial, 3), "from_fraction": scaled})
+                       "trial_cpu_s": round(per_trial, 3), "from_fraction": scaled,
+                       **({"fraction": fraction, "fraction_cpu_s": round(cpu, 3), "fixed_cpu_s": round(fixed, 3)}
+                          if scaled else {})})
     return {"trials": plan.trials, "points": len(plan.points), "units": len(plan.points) * plan.trials,
             "cpu_s": round(total, 1), "wall_min": round(total / jobs / 60, 2), "extrapolated": extrapolated,
             "by_point": points}
@@ -134,16 +153,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-paper", action="store_true", help="skip the paper-scale estimates")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", default=str(ROOT / "benchmarks" / "studies.json"))
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a key of every variant (as netsim study --set)")
     args = parser.parse_args(argv)
     path = Path(args.json)
     results = json.loads(path.read_text()) if path.exists() else {"studies": {}}
     for name in args.only or sorted(studies.bundled()):
         print(f"[studies] {name} ...", file=sys.stderr, flush=True)
         row = results["studies"].setdefault(name, {})
-        row["quick"] = quick(name, args.jobs)
+        row["quick"] = quick(name, args.jobs, args.set)
         if not args.no_paper:
             try:
-                row["paper"] = paper(name, args.jobs)
+                row["paper"] = paper(name, args.jobs, args.set)
             except Exception as exc:  # a study that cannot run here (a missing data file) is listed as such
                 row["paper"] = {"error": str(exc).splitlines()[0][:300]}
         print(f"[studies] {name}: {json.dumps({k: v for k, v in row.items() if k != 'paper'})}", file=sys.stderr)

@@ -8,9 +8,9 @@
   limit of the vectorised update in Python.
 
 * ``per_tick``: CPU microseconds per tick of a Fig. 2(a) and a Fig. 2(b) trial (eps = 1, paper
-  mode), and the part of it spent in the bandit's ``pull_many`` and in the binary-tree counter's
-  ``release``, each measured by replaying the trial's own calls (same arguments, same order) on
-  a fresh bandit and counter in the same process: no timer inside the trial.
+  mode), and the part of it spent in the bandit's pulls (``pull_each``, ``pull_many``) and in the
+  binary-tree counter's ``release``, each measured by replaying the trial's own calls (same
+  arguments, same order) on a fresh bandit and counter in the same process: no timer inside the trial.
 
 Usage: ``python benchmarks/zhu2021.py [--ticks 5000] [--repeat 2]``; prints one JSON object.
 Figures are agent-steps per second (agents x ticks / wall seconds), best of ``--repeat``; the
@@ -92,19 +92,19 @@ def plain_loop(num_agents: int, num_arms: int, ticks: int, epsilon: float, seed:
         regret += gaps[arms].sum()
         n[agents, arms] += 1.0
         released = counter.release((agents, arms), t, rewards)
-        delta = np.zeros_like(xbar)
         new_mean = (first[agents, arms] + released) / n[agents, arms]
-        delta[agents, arms] = new_mean - xbar[agents, arms]
+        change = new_mean - xbar[agents, arms]
         xbar[agents, arms] = new_mean
         u, v = edges[rng.integers(len(edges))]
-        theta = gossip.gossip_update(theta, delta, (u, v))
+        gossip.gossip_update(theta, agents * num_arms + arms, change, (u, v))
     wall = time.perf_counter() - started
     return {"agents": num_agents, "arms": num_arms, "ticks": ticks, "epsilon": str(epsilon), "wall_s": round(wall, 3),
             "agent_steps_per_s": round(num_agents * ticks / wall), "mean_agent_regret": regret / num_agents}
 
 
 def per_tick(name: str, ticks: int, repeat: int) -> dict:
-    """CPU us per tick of one paper-mode trial, and of its pull_many and release calls replayed alone."""
+    """CPU us per tick of one paper-mode trial, and of its pulls (pull_each / pull_many) and release calls
+    replayed alone."""
     from netsim.engine.sim import Simulation
 
     sc = load(name, [f"run.horizon={ticks}", "run.checkpoints=10"])
@@ -112,11 +112,15 @@ def per_tick(name: str, ticks: int, repeat: int) -> dict:
     for _ in range(repeat):
         sim = Simulation(sc, trial_sequence(1, 0))
         pulls, releases = [], []
-        pull_many, start = sim.bandit.pull_many, sim.protocol.start
+        pull_many, pull_each, start = sim.bandit.pull_many, sim.bandit.pull_each, sim.protocol.start
 
         def record_pull(agents, arms, n=1, pull_many=pull_many, pulls=pulls):
             pulls.append((np.array(agents), np.array(arms)))
             return pull_many(agents, arms, n)
+
+        def record_each(arms, pull_each=pull_each, pulls=pulls):
+            pulls.append((None, np.array(arms)))
+            return pull_each(arms)
 
         def record_release(index, t, value=0.0, release=None, releases=releases):
             releases.append((index if isinstance(index, tuple) else np.array(index), t, np.array(value)))
@@ -127,7 +131,7 @@ def per_tick(name: str, ticks: int, repeat: int) -> dict:
             counter = sim.protocol.counter
             counter.release = lambda i, tick, v=0.0, r=counter.release: record_release(i, tick, v, r)
 
-        sim.bandit.pull_many, sim.protocol.start = record_pull, wired
+        sim.bandit.pull_many, sim.bandit.pull_each, sim.protocol.start = record_pull, record_each, wired
         begin = time.process_time()
         sim.run()
         total = time.process_time() - begin
@@ -135,7 +139,7 @@ def per_tick(name: str, ticks: int, repeat: int) -> dict:
         replay.protocol.start()
         begin = time.process_time()
         for agents, arms in pulls:
-            replay.bandit.pull_many(agents, arms)
+            replay.bandit.pull_many(agents, arms) if agents is not None else replay.bandit.pull_each(arms)
         pull = time.process_time() - begin
         counter = replay.protocol.counter
         begin = time.process_time()
@@ -145,8 +149,8 @@ def per_tick(name: str, ticks: int, repeat: int) -> dict:
         best_total, best_pull, best_release = min(best_total, total), min(best_pull, pull), min(best_release, release)
     scale = 1e6 / ticks
     return {"scenario": name, "ticks": ticks, "cpu_us_per_tick": round(best_total * scale, 1),
-            "pull_many_us_per_tick": round(best_pull * scale, 1), "release_us_per_tick": round(best_release * scale, 1),
-            "pull_many_share": round(best_pull / best_total, 3), "release_share": round(best_release / best_total, 3)}
+            "pulls_us_per_tick": round(best_pull * scale, 1), "release_us_per_tick": round(best_release * scale, 1),
+            "pulls_share": round(best_pull / best_total, 3), "release_share": round(best_release / best_total, 3)}
 
 
 def best(runs: list[dict]) -> dict:

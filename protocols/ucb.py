@@ -26,11 +26,13 @@ def _log(t: np.ndarray | float) -> np.ndarray | float:
 
 
 def ucb_bonus(counts: np.ndarray, t: np.ndarray | float, *, scale: float = 2.0) -> np.ndarray:
-    """sqrt(scale ln t / n), elementwise; +inf where n = 0."""
+    """sqrt(scale ln t / n), elementwise; +inf where n = 0 (divided only where n > 0, so no warning to silence)."""
     counts = np.asarray(counts, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bonus = np.sqrt(scale * _log(t) / counts)
-    return np.where(counts > 0, bonus, np.inf)
+    numerator = scale * _log(t)
+    shape = counts.shape if type(numerator) is float else np.broadcast_shapes(np.shape(numerator), counts.shape)
+    bonus = np.full(shape, np.inf)
+    np.divide(numerator, counts, out=bonus, where=counts > 0)
+    return np.sqrt(bonus, out=bonus)
 
 
 def ucb_index(means: np.ndarray, counts: np.ndarray, t: np.ndarray | float, *, scale: float = 2.0) -> np.ndarray:

@@ -26,6 +26,19 @@ def test_uniform_clock_one_edge_per_tick_uniformly():
     assert network.metrics.links_agent_agent == 6000
 
 
+def test_uniform_clock_draws_the_edges_one_draw_per_tick_would():
+    """The clock draws its edges in blocks; the sequence is the one of one rng.integers(|E|) call per tick
+    (an independent generator with the same seed), across several blocks."""
+    graph = nx.path_graph(10)  # 9 edges
+    network = make_network(graph)
+    seen = []
+    uniform_edge_clock(network.env, network, np.random.default_rng(11), lambda u, v: seen.append((u, v)))
+    network.env.run(until=3000)
+    edges = sorted(graph.edges())
+    reference = np.random.default_rng(11)
+    assert seen == [edges[int(reference.integers(len(edges)))] for _ in range(3000)]
+
+
 def test_poisson_clocks_rate():
     graph = nx.path_graph(5)  # 4 edges
     network = make_network(graph)

@@ -107,6 +107,29 @@ def test_pull_walk_is_pull_many_step_by_step(cls, options):
         assert np.array_equal(walked.pull_many(between, first), pulled.pull_many(between, first))
 
 
+@pytest.mark.parametrize("cls, options", [
+    (BernoulliBandit, {"arms": 4, "means": [0.8, 0.5, 0.45, 0.2]}),
+    (GaussianBandit, {"arms": 4, "means": [1.0, 0.5, 0.0, -1.0], "sigma": 0.5}),
+    (HeterogeneousBandit, {"arms": 4, "noise": "gaussian",
+                           "local_means": [[0.9, 0.1, 0.5, 0.3], [0.2, 0.6, 0.4, 0.7], [0.5, 0.5, 0.1, 0.0]]}),
+])
+def test_pull_each_is_pull_many_of_every_agent(cls, options):
+    """pull_each(arms) gives the rewards, regret (to the bit) and pull counts of pull_many(arange(N), arms),
+    across buffer refills and with other pulls in between (which move the agents' cursors apart)."""
+    agents = 3
+    each, many = make(cls, agents=agents, seed=5, **options), make(cls, agents=agents, seed=5, **options)
+    rng = np.random.default_rng(0)
+    for step in range(700):
+        arms = rng.integers(4, size=agents)
+        assert np.array_equal(each.pull_each(arms), many.pull_many(np.arange(agents), arms))
+        if step in (3, 300, 301):  # uneven use of the streams, then lockstep again
+            who, arm = np.array([1, 1, 2]), np.array([0, 3, 2])
+            assert np.array_equal(each.pull_many(who, arm), many.pull_many(who, arm))
+        if step == 500:
+            assert np.array_equal(each.pull_walk(0, np.array([1, 2]), 40), many.pull_walk(0, np.array([1, 2]), 40))
+    assert np.array_equal(each.regret, many.regret) and np.array_equal(each.pulls, many.pulls)
+
+
 def test_linear_contexts_and_regret():
     env = make(LinearBandit, agents=2, dimension=3, arms=4, noise="gaussian", sigma=0.1)
     x = env.observe(np.array([0, 1]))
@@ -131,6 +154,24 @@ def test_csv_environment(tmp_path):
     assert env.num_arms == 3 and np.allclose(env.local_means, 0.5)
     total = env.pull(1, 2, 10)
     assert 0 <= total <= 10 and env.pulls[1] == 10
+
+
+def test_csv_single_pulls_read_the_row_at_their_uniform(tmp_path):
+    """Single pulls (one array operation) return row min(floor(u * rows), rows - 1) of the (agent, arm) group,
+    u the agent's next uniform: checked against a plain loop over a twin environment's uniforms."""
+    path = tmp_path / "data.csv"
+    rows = ["a,k,r"] + [f"{h},{d},{(h * 7 + d * 3 + i) % 5 / 4}" for h in range(3) for d in range(2)
+                        for i in range(3 + h + d)]
+    path.write_text("\n".join(rows) + "\n")
+    options = {"file": str(path), "agent_column": "a", "arm_column": "k", "reward_column": "r"}
+    env, twin = make(TabularBandit, agents=3, seed=2, **options), make(TabularBandit, agents=3, seed=2, **options)
+    agents, arms = np.array([0, 2, 1, 2, 0]), np.array([1, 0, 1, 1, 0])
+    for _ in range(60):
+        got = env.pull_many(agents, arms)
+        u = twin._uniforms(agents)
+        want = [twin._samples[a][k][min(int(x * len(twin._samples[a][k])), len(twin._samples[a][k]) - 1)]
+                for a, k, x in zip(agents, arms, u, strict=True)]
+        assert got.tolist() == want
 
 
 def test_negative_pull_count_rejected():

@@ -75,6 +75,25 @@ def test_lambda2_reported_in_results_for_bundled_figures():
 
 
 # ---------------------------------------------------------------------- decision rule
+@pytest.mark.parametrize("epsilon", [math.inf, 0.5, 5.0])
+def test_confidence_bound_is_the_plain_formula_to_the_bit(epsilon):
+    """confidence_bound (in place, one operation at a time, into ``out`` or not) gives the very floats of
+    Eq. (11) / Eq. (12) written as one expression (log n read as log max(n, 2))."""
+    rng = np.random.default_rng(3)
+    n = rng.integers(1, 10**6, size=(6, 7)).astype(float)
+    n[0, :3] = [1.0, 2.0, 3.0]
+    for t in (1, 2, 17, 999_999):
+        if math.isinf(epsilon):
+            plain = np.sqrt(2.0 * 6 * math.log(t) / n) + 64.0 / 6.0**17
+        else:
+            privacy = 128.0 * 6 * math.log(10**6) ** 2 * math.log(t) * np.log(np.maximum(n, 2.0)) / (n**2 * epsilon**2)
+            plain = 64.0 / 6.0**17 + np.sqrt(2.0 * 6 * (privacy + 1.0 / n) * math.log(t))
+        out = np.full_like(n, np.nan)
+        got = rules.confidence_bound(n, t, 6, horizon=10**6, epsilon=epsilon, out=out)
+        assert got is out and np.array_equal(out, plain)
+        assert np.array_equal(rules.confidence_bound(n, t, 6, horizon=10**6, epsilon=epsilon), plain)
+
+
 def test_confidence_bounds_eq11_eq12():
     n = np.array([1.0, 4.0, 100.0])
     c11 = rules.confidence_bound(n, 50, 3)
@@ -137,14 +156,27 @@ def test_consistency_set_forces_lagging_arms_uniformly():
 
 
 def test_gossip_update_is_eq9():
+    """In place, X̃ changed at one arm per agent: Eq. (9) theta(t) = W(t) theta(t-1) + X̃(t) - X̃(t-1), and
+    exactly lines 20 and 22 written out element by element (the same floats as the plain formulas)."""
     rng = np.random.default_rng(1)
-    theta, delta = rng.random((4, 3)), rng.random((4, 3))
-    new = gossip.gossip_update(theta, delta, (1, 3))
+    theta = rng.normal(size=(4, 3))
+    pulled = np.arange(4) * 3 + rng.integers(3, size=4)
+    change = rng.normal(size=4)
+    delta = np.zeros((4, 3))
+    delta.reshape(-1)[pulled] = change
+    new = theta.copy()
+    gossip.gossip_update(new, pulled, change, (1, 3))
     e = np.zeros(4)
     e[1], e[3] = 1, -1
     w_t = np.eye(4) - 0.5 * np.outer(e, e)
     np.testing.assert_allclose(new, w_t @ theta + delta)
     np.testing.assert_allclose(new.sum(axis=0), theta.sum(axis=0) + delta.sum(axis=0))
+    plain = theta + delta                                              # line 22
+    plain[[1, 3]] = 0.5 * (theta[1] + theta[3]) + delta[[1, 3]]        # line 20
+    np.testing.assert_array_equal(new, plain)
+    alone = theta.copy()
+    gossip.gossip_update(alone, pulled, change, None)                  # no link: line 22 for everyone
+    np.testing.assert_array_equal(alone, theta + delta)
 
 
 # ---------------------------------------------------------------------- engine wiring

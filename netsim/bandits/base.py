@@ -64,6 +64,8 @@ class BanditEnvironment:
         self.local_means = np.zeros((num_agents, 0))
         self._gaps_of: np.ndarray | None = None
         self._gaps = np.zeros(0)
+        self._each: np.ndarray | None = None  # pull_each's agent ids
+        self._each_left = 0  # pull_each calls that need no refill (0: look; every other pull resets it)
 
     # ------------------------------------------------------------------ true means
     @property
@@ -95,6 +97,7 @@ class BanditEnvironment:
 
         An agent may appear several times; its pulls consume its uniforms in array order.
         """
+        self._each_left = 0
         agents = np.asarray(agents, dtype=np.int64)
         arms = np.asarray(arms, dtype=np.int64)
         n = np.broadcast_to(np.asarray(n, dtype=np.int64), agents.shape)
@@ -115,6 +118,28 @@ class BanditEnvironment:
         self._record(agents, arms, n)
         return rewards
 
+    def pull_each(self, arms: np.ndarray) -> np.ndarray:
+        """One pull by every agent, agent i pulling ``arms[i]``: the rewards and books of
+        ``pull_many(np.arange(num_agents), arms)`` (the same uniforms, rewards and float additions),
+        without the general path's counting and sorting (each agent reads the next uniform of its stream).
+        For learners that step all agents in lockstep (one pull each per tick).
+        """
+        cursor = self._cursor
+        if self._each_left <= 0:  # some agent may be at the end of its buffer: look
+            for agent in np.flatnonzero(cursor >= self._block):
+                self._refill(int(agent))
+            self._each_left = self._block - int(cursor.max())
+            if self._each is None:
+                self._each = np.arange(self.num_agents)
+        self._each_left -= 1
+        agents = self._each
+        u = self._buffer[agents, cursor]
+        cursor += 1
+        rewards = self._single_rewards(agents, arms, u)
+        self.regret += self._pull_gaps(agents, arms)  # distinct agents: the additions np.add.at makes
+        self.pulls += 1
+        return rewards
+
     def pull_walk(self, agent: int, arms: np.ndarray, steps: int) -> np.ndarray:
         """``steps`` successive single pulls of every arm of ``arms`` by ``agent`` (step by step, each
         step pulling the arms in order), returned as their running sums: a len(arms) x steps array whose
@@ -122,6 +147,7 @@ class BanditEnvironment:
         ``pull_many(np.full(steps * len(arms), agent), np.tile(arms, steps), 1)``: one agent's pulls read a
         contiguous run of its stream, so nothing is sorted or gathered per element.
         """
+        self._each_left = 0
         arms = np.asarray(arms, dtype=np.int64)
         u = self._stream(agent, steps * len(arms)).reshape(steps, len(arms)).T
         walk = self._walk(agent, arms, u)
@@ -158,6 +184,10 @@ class BanditEnvironment:
 
     def _rewards(self, agents: np.ndarray, arms: np.ndarray, n: np.ndarray, u: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def _single_rewards(self, agents: np.ndarray, arms: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """:meth:`_rewards` with every n = 1 (kinds may give the same floats with fewer operations)."""
+        return self._rewards(agents, arms, np.ones(len(agents), dtype=np.int64), u)
 
     # ------------------------------------------------------------------ uniform streams
     def _uniforms(self, agents: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ import simpy
 from netsim.engine.network import Network
 
 ActivationCallback = Callable[[int, int], None]
+DRAWS = 1024  # edges drawn at once by the uniform clock
 
 
 def _edges(network: Network) -> np.ndarray:
@@ -32,17 +33,22 @@ def uniform_edge_clock(
     env: simpy.Environment, network: Network, rng: np.random.Generator, callback: ActivationCallback,
     *, period: float = 1.0, start: float = 0.0,
 ) -> simpy.Process:
-    """Activate one uniformly random edge at times ``start, start + period, ...``."""
-    edges = _edges(network)
+    """Activate one uniformly random edge at times ``start, start + period, ...``.
+
+    The edges are drawn ``DRAWS`` at a time: ``rng.integers(E, size=k)`` gives the very numbers of k
+    calls ``rng.integers(E)`` (tested), so only the generator's state after the run differs.
+    """
+    pairs = _edges(network).tolist()
 
     def run():
         if start > env.now:
             yield env.timeout(start - env.now)
         while True:
-            u, v = edges[rng.integers(len(edges))]
-            network.activate(int(u), int(v))
-            callback(int(u), int(v))
-            yield env.timeout(period)
+            for edge in rng.integers(len(pairs), size=DRAWS).tolist():
+                u, v = pairs[edge]
+                network.activate(u, v)
+                callback(u, v)
+                yield env.timeout(period)
 
     return env.process(run())
 

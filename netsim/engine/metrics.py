@@ -121,7 +121,7 @@ class Metrics:
     def edges_used(self, edges: Sequence[int] | np.ndarray, now: float) -> None:
         """Record that every edge in ``edges`` (ids, repeats allowed) carries traffic at ``now``."""
         self._mark_pending()
-        self._mark(set(np.asarray(edges).tolist()), now)
+        self._mark(set(edges.tolist() if isinstance(edges, np.ndarray) else edges), now)
 
     def _mark_pending(self) -> None:
         pending = self.pending_edges

@@ -226,7 +226,7 @@ class Network(DeliveryHeap, ChunkSends):
         self.agent_dst = np.array([v for ns in self._agent_neighbors[: self.num_agents] for v in ns], dtype=np.int64)
         self.agent_edge = np.array([self._edge_of[u][v] for u in range(self.num_agents)
                                     for v in self._agent_neighbors[u]], dtype=np.int64)
-        self._agent_links: np.ndarray | None = None   # every agent-agent edge id once (activate_agent_links)
+        self._agent_links: list[int] | None = None   # every agent-agent edge id once (activate_agent_links)
 
     @property
     def tracer(self) -> Callable[[str, Message], None] | None:
@@ -360,7 +360,7 @@ class Network(DeliveryHeap, ChunkSends):
     def activate_agent_links(self) -> None:
         """Mark every agent-agent link built in the current slot (li2022 Eq. 2) without sending."""
         if self._agent_links is None:
-            self._agent_links = np.unique(self.agent_edge)
+            self._agent_links = np.unique(self.agent_edge).tolist()
         self.metrics.edges_used(self._agent_links, self.env.now)
 
     def send(self, src: int, dst: int, kind: str, payload: Any = None, *, size: int = 1) -> None:

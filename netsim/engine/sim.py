@@ -123,8 +123,8 @@ class Simulation:
     def _guard_pulls(self) -> None:
         """Make a pull for a crashed agent a :class:`ProtocolError` (scenarios with crashes only).
 
-        The check wraps this trial's ``bandit.pull_many`` (``pull`` goes through it) and
-        ``bandit.pull_walk``, so a scenario without crashes pays nothing. One exception: while
+        The check wraps this trial's ``bandit.pull_many`` (``pull`` goes through it),
+        ``bandit.pull_walk`` and ``bandit.pull_each``, so a scenario without crashes pays nothing. One exception: while
         the crash handlers of a node run, pulls for that node are allowed, since they settle slots
         it played before the crash (protocols that draw whole runs of slots lazily as exact-law sums).
         """
@@ -152,8 +152,16 @@ class Simulation:
                                     f"{agent} at t = {self.env.now:g}; a crashed node pulls nothing")
             return pull_walk(agent, arms, steps)
 
+        pull_each = bandit.pull_each
+
+        def guarded_each(arms):
+            if not up[: len(arms)].all():  # the general path: refused, or a crash handler settling its pulls
+                return guarded(np.arange(len(arms)), arms)
+            return pull_each(arms)
+
         bandit.pull_many = guarded
         bandit.pull_walk = guarded_walk
+        bandit.pull_each = guarded_each
 
     # ------------------------------------------------------------------ engine API
     @property

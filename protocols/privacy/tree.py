@@ -22,9 +22,11 @@ Decisions where the paper is loose (pinned by ``tests/test_zhu2021_tree.py``):
   standard mechanism), so a release carries exactly popcount(t) noise terms.
 
 The counter is vectorised over a batch of independent counters of shape ``shape`` (Fed_UCB
-keeps one per (agent, arm)); it keeps the exact prefix sums, each counter's last release time
-and, per counter and level, the noise of the last node drawn there (which node that is follows
-from the last release time). ``epsilon = inf`` means no privacy: nothing is drawn.
+keeps one per (agent, arm)); it keeps the exact prefix sums, each counter's last release time,
+the OR of its release times (the levels it has noised), and per counter and level the noise of
+the node in use there (which node that is follows from the last release time; 0 once a release
+time with that bit clear has passed: the node is then never used again). ``epsilon = inf`` means
+no privacy: nothing is drawn.
 """
 
 from __future__ import annotations
@@ -92,14 +94,15 @@ class BinaryTreeCounter:
         self.levels = self.horizon.bit_length()
         self.node_epsilon = self.epsilon / self.levels
         self.scale = 0.0 if math.isinf(self.epsilon) else sensitivity / self.node_epsilon
-        self._j = np.arange(self.levels, dtype=np.int64)
+        self._pow2 = np.int64(1) << np.arange(self.levels, dtype=np.int64)   # 2^j at level j
         size = int(np.prod(self.shape, dtype=np.int64))
         self._ids = np.arange(size).reshape(self.shape)        # flat id of every counter
         self._sums = np.zeros(size)
         self._last = np.zeros(size, dtype=np.int64)
         self._noise = np.zeros((size, self.levels))
-        self._used = np.zeros((size, self.levels), dtype=bool)
+        self._levels_used = np.zeros(size, dtype=np.int64)  # per counter, the OR of its release times
         self.noise_terms = 0
+        self._latest = 0  # the latest time any counter was released at
 
     # ------------------------------------------------------------------ closed forms
     def variance(self, t: int | np.ndarray) -> float | np.ndarray:
@@ -117,10 +120,11 @@ class BinaryTreeCounter:
         """
         if self.scale == 0.0:
             return math.inf
-        if self._used.size == 0:
+        if self._levels_used.size == 0:
             return 0.0
-        used = self._used.sum(axis=1).max()
-        return float(self.node_epsilon * used)
+        # a counter has noised level j iff one of its release times had bit j set (the first such
+        # release drew that level's node), so its levels are the bits of the OR of its times
+        return float(self.node_epsilon * popcount(self._levels_used).max())
 
     # ------------------------------------------------------------------ streaming
     def release(self, index: Any, t: int | np.ndarray, value: float | np.ndarray = 0.0) -> np.ndarray:
@@ -139,21 +143,23 @@ class BinaryTreeCounter:
         picked = self._ids[index]
         out_shape = np.shape(picked)
         flat = picked.ravel() if out_shape else np.array([picked])
-        if flat.size > 1 and np.bincount(flat).max() > 1:
+        if flat.size > 1 and len(set(flat.tolist())) < flat.size:
             raise ValueError("each counter may appear once per release")
         last = self._last[flat]
-        if not np.isscalar(t):
+        scalar = isinstance(t, (int, np.integer))
+        if scalar:
+            t = low = high = int(t)
+            late = t < self._latest and last.max(initial=0) > t   # no counter is later than the latest time
+        else:
             t = np.broadcast_to(np.asarray(t, dtype=np.int64), out_shape).ravel()
             low, high = int(t.min()), int(t.max())
             late = (last > t).any()
-        else:
-            t = low = high = int(t)
-            late = last.max(initial=0) > t
         if low < 1 or high > self.horizon:
             raise ValueError(f"time outside 1..{self.horizon}")
         if late:
             raise ValueError("a counter's times must not decrease")
-        if not np.isscalar(value):
+        self._latest = max(self._latest, high)
+        if type(value) is not float:
             value = np.asarray(value, dtype=float)
             value = value.reshape(flat.shape) if value.ndim else value
         sums = self._sums[flat] + value
@@ -163,20 +169,20 @@ class BinaryTreeCounter:
             return sums.reshape(out_shape)
         # Node (j, m = t >> j) of a counter was used before iff its previous release time `last` had
         # last >> j == m (bit j of last is then set too, m being odd): releases come in time order,
-        # so earlier ones lie in lower nodes. Hence Alg. 3's map P needs no other state than `last`.
-        if type(t) is int:
-            ids = t >> self._j                                      # node m = t >> j at each level j
-        else:
-            ids = t[:, None] >> self._j
-        active = (ids & 1) == 1                                     # bit j of t set: node used (Alg. 2)
-        fresh = active & ((last[:, None] >> self._j) != ids)        # first use of that node (Alg. 3)
-        rows, cols = np.nonzero(fresh)
-        if len(rows):
-            who = flat[rows]
-            self._noise[who, cols] = laplace_noise(self.rng, self.scale, len(rows))
-            self._used[who, cols] = True
-            self.noise_terms += len(rows)
-        return (sums + (self._noise[flat] * active).sum(axis=-1)).reshape(out_shape)
+        # so earlier ones lie in lower nodes. Hence Alg. 3's map P needs no other state than `last`;
+        # last >> j != t >> j is (last ^ t) >= 2^j. A level whose bit of t is clear has left its node
+        # for good (later times have other m at that level), so its noise is dropped (zeroed) here.
+        active = (self._pow2 & (t if scalar else t[:, None])) != 0       # bit j of t set: node used (Alg. 2)
+        fresh = active & np.greater_equal.outer(last ^ t, self._pow2)    # first use of that node (Alg. 3)
+        noise = self._noise[flat]
+        noise *= active
+        drawn = int(np.count_nonzero(fresh))
+        if drawn:
+            noise[fresh] = laplace_noise(self.rng, self.scale, drawn)    # counter-major, level-minor
+            self.noise_terms += drawn
+            self._levels_used[flat] |= t
+        self._noise[flat] = noise
+        return (sums + noise.sum(axis=-1)).reshape(out_shape)
 
     def restart(self, index: Any) -> None:
         """The counters at ``index`` start a new stream (their owner lost its state): zero sums, no nodes.
@@ -188,7 +194,7 @@ class BinaryTreeCounter:
         self._sums[flat] = 0.0
         self._last[flat] = 0
         self._noise[flat] = 0.0
-        self._used[flat] = False
+        self._levels_used[flat] = 0
 
     @property
     def sums(self) -> np.ndarray:

@@ -41,12 +41,17 @@ def gossip_lambda2(graph: nx.Graph) -> float:
     return 1.0 - connectivity / (2.0 * graph.number_of_edges())
 
 
-def gossip_update(theta: np.ndarray, delta: np.ndarray, edge: tuple[int, int] | None) -> np.ndarray:
-    """Lines 17-22 for all agents: normal update, and the gossip average on ``edge``."""
-    new = theta + delta                                                    # line 22
+def gossip_update(theta: np.ndarray, pulled: np.ndarray, change: np.ndarray, edge: tuple[int, int] | None) -> None:
+    """Lines 17-22 for all agents, in place on ``theta`` (N x M, C-contiguous).
+
+    X̃(t) - X̃(t-1) is ``change`` at the flat entries ``pulled`` (agent * M + arm, distinct) and 0
+    elsewhere: the two ends u, v of ``edge`` take (theta_u + theta_v) / 2 plus their change (line 20),
+    everyone else theta plus its change (line 22), all from theta(t-1).
+    """
     if edge is not None:
         u, v = edge
-        mean = 0.5 * (theta[u] + theta[v])
-        new[u] = mean + delta[u]                                           # line 20
-        new[v] = mean + delta[v]
-    return new
+        mean = theta[u] + theta[v]
+        mean *= 0.5
+        theta[u] = mean                                                    # line 20, then its X̃ term below
+        theta[v] = mean
+    theta.reshape(-1)[pulled] += change                                    # line 22

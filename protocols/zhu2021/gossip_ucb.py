@@ -211,6 +211,10 @@ class GossipUCB(Protocol):
         self.lagging = np.zeros((n_agents, n_arms), dtype=bool)
         self._edge: tuple[float, int, int] | None = None
         self._agents = np.arange(n_agents)
+        self._rows = self._agents * n_arms       # flat index of each agent's arm 0
+        self._epsilon = self.epsilon()
+        self._bonus = np.empty((n_agents, n_arms))
+        self._nobody = np.zeros(n_agents, dtype=bool)   # no agent forced (line 6: every A_i empty)
         self._realistic = self.params["mode"] == "realistic"
         gossip_rng = sim.streams.for_("gossip")
         self._up = sim.faults.up[:n_agents] if sim.faults.has_crashes else None
@@ -224,14 +228,17 @@ class GossipUCB(Protocol):
             sim.network.corruptible(NTILDE, rewriting(lambda counts, lie: lie(counts)))
             poisson_edge_clocks(sim.env, sim.network, gossip_rng, self._gossip_now,
                                 rate=self.params["gossip_rate"] / len(self.edges))
-        else:
-            # Started before the agent clock, so at every instant the link is drawn first.
-            uniform_edge_clock(sim.env, sim.network, gossip_rng, self._remember_edge, period=self.period,
-                               start=self.period)
         self._fresh: list[int] = []   # agents back from a crash with state "lost", re-initialised next tick
         if self._up is not None:
             sim.faults.on_restart(self._restarted)
-        sim.every(self.period, self._tick)
+        if self._realistic:
+            sim.every(self.period, self._tick)
+        else:
+            # One clock: tick 0 initialises, and from tick 1 on the uniform edge clock drives the ticks, each
+            # drawing its link before the agents step (Sec. 2.2).
+            sim.call_at(0.0, lambda: self._tick(0.0))
+            uniform_edge_clock(sim.env, sim.network, gossip_rng, self._edge_tick, period=self.period,
+                               start=self.period)
 
     # ------------------------------------------------------------------ ticks
     def _tick(self, now: float) -> None:
@@ -290,39 +297,52 @@ class GossipUCB(Protocol):
             heard = neighbour_max(self.ntilde, self.hood)
             self._count_reads()
         self.ntilde = propagate_max_counts(n, self.ntilde, heard)                  # line 5, ñ(t+1)
-        bonus = confidence_bound(n, t, big_n, horizon=self.ticks, epsilon=self.epsilon())
-        forced = lagging.any(axis=1)                                               # A_i non-empty
-        arms = select_arms(self.theta, bonus, lagging, self.rng, forced=forced)   # lines 7-13
+        bonus = confidence_bound(n, t, big_n, horizon=self.ticks, epsilon=self._epsilon, out=self._bonus)
+        if np.count_nonzero(lagging):
+            forced = lagging.any(axis=1)                                           # A_i non-empty
+            arms = select_arms(self.theta, bonus, lagging, self.rng, forced=forced)   # lines 7-13
+        else:
+            forced = self._nobody
+            arms = select_arms(self.theta, bonus, None, self.rng)
         self.arms, self.lagging = arms, lagging
         if len(active) < big_n:
             arms, forced = arms[active], forced[active]
-        self.forced_pulls += int(np.count_nonzero(forced))
-        rewards = self.sim.bandit.pull_many(active, arms)                          # line 14
-        pulled = active * self.num_arms + arms      # flat (agent, arm) entries of the N x M arrays
-        counts = n.reshape(-1)
-        counts[pulled] += 1.0                                                      # line 15
+            rewards = self.sim.bandit.pull_many(active, arms)                      # line 14
+            pulled = active * self.num_arms + arms  # flat (agent, arm) entries of the N x M arrays
+        else:
+            rewards = self.sim.bandit.pull_each(arms)
+            pulled = self._rows + arms
+        if forced is not self._nobody:
+            self.forced_pulls += int(np.count_nonzero(forced))
+        count = n.reshape(-1)[pulled]
+        count += 1.0
+        n.reshape(-1)[pulled] = count                                              # line 15
         released = self.counter.release(pulled, t, rewards)                       # Alg. 3, X(1..t)
-        new_mean = (self.initial.reshape(-1)[pulled] + released) / counts[pulled]  # Eq. (2)
+        new_mean = self.initial.reshape(-1)[pulled]
+        new_mean += released
+        new_mean /= count                                                          # Eq. (2)
         means = self.xbar.reshape(-1)
-        delta = np.zeros_like(self.xbar)
-        delta.reshape(-1)[pulled] = new_mean - means[pulled]
+        change = new_mean - means[pulled]                                          # X̃(t) - X̃(t-1)
         means[pulled] = new_mean
         if t > self.ticks // 2:
             self.late_pulls += len(active)
             self.late_best += int(np.count_nonzero(arms == self.best_arm))
         if self._realistic:
-            self.theta += delta                                                    # line 22
+            gossip_update(self.theta, pulled, change, None)                        # line 22
             self._send_ntilde()
         else:
             edge = self._edge
             if edge is None or edge[0] != now:
                 raise ProtocolError("zhu2021: no link activated at this tick (clock order broken)")
-            self.theta = gossip_update(self.theta, delta, (edge[1], edge[2]))      # lines 17-22
+            gossip_update(self.theta, pulled, change, (edge[1], edge[2]))         # lines 17-22
             self.gossip_exchanges += 1
 
     # ------------------------------------------------------------------ paper-mode communication
-    def _remember_edge(self, u: int, v: int) -> None:
-        self._edge = (self.sim.now, u, v)
+    def _edge_tick(self, u: int, v: int) -> None:
+        """Paper mode: the link (u, v) was drawn for this tick; the agents step."""
+        now = self.sim.now
+        self._edge = (now, u, v)
+        self._tick(now)
 
     def _count_reads(self) -> None:
         """Eq. (1) reads every neighbour's ñ: each link of G carries them this tick."""

@@ -19,7 +19,7 @@ def alpha1(num_agents: int) -> float:
 
 
 def confidence_bound(n: np.ndarray, t: int, num_agents: int, *, horizon: int = 1,
-                     epsilon: float = math.inf) -> np.ndarray:
+                     epsilon: float = math.inf, out: np.ndarray | None = None) -> np.ndarray:
     """C_{i,k}(t) of Eq. (11) when eps = inf, C~_{i,k}(t) of Eq. (12) otherwise.
 
     Eq. (11): sqrt(2 N log t / n) + alpha_1.
@@ -30,14 +30,31 @@ def confidence_bound(n: np.ndarray, t: int, num_agents: int, *, horizon: int = 1
     of times (~14 against ~30 at fig2b settings) and is never pulled again. Lemma 6's bound
     (P <= n^-2) is vacuous at n = 1 anyway; with this reading the bonus is non-increasing in n
     for every n >= 1, and it equals Eq. (12) for n >= 2.
+
+    ``out``: an array of n's shape and dtype float to write the bound into (one per tick saves the
+    allocations; the floating-point operations are the same, in the same order).
     """
     n = np.asarray(n, dtype=float)
     log_t = math.log(t)
     big_n = float(num_agents)
     if math.isinf(epsilon):
-        return ucb_bonus(n, t, scale=2.0 * big_n) + alpha1(num_agents)                   # Eq. (11)
-    privacy = 128.0 * big_n * math.log(horizon) ** 2 * log_t * np.log(np.maximum(n, 2.0)) / (n**2 * epsilon**2)
-    return alpha1(num_agents) + np.sqrt(2.0 * big_n * (privacy + 1.0 / n) * log_t)          # Eq. (12)
+        bonus = ucb_bonus(n, t, scale=2.0 * big_n)                                          # Eq. (11)
+        return np.add(bonus, alpha1(num_agents), out=bonus if out is None else out)
+    # Eq. (12), evaluated as alpha_1 + sqrt(2 N (c log max(n, 2) / (n^2 eps^2) + 1 / n) log t) with
+    # c = 128 N log^2 T log t, one operation at a time in place
+    out = np.empty_like(n) if out is None else out
+    scratch = n * n
+    scratch *= epsilon**2
+    np.maximum(n, 2.0, out=out)
+    np.log(out, out=out)
+    out *= 128.0 * big_n * math.log(horizon) ** 2 * log_t
+    out /= scratch                                  # the privacy term
+    out += np.divide(1.0, n, out=scratch)
+    out *= 2.0 * big_n
+    out *= log_t
+    np.sqrt(out, out=out)
+    out += alpha1(num_agents)
+    return out
 
 
 def neighbourhoods(graph: nx.Graph, num_agents: int) -> np.ndarray:
@@ -62,15 +79,18 @@ def consistency_set(n: np.ndarray, ntilde: np.ndarray, num_agents: int) -> np.nd
     return n < ntilde - num_agents
 
 
-def select_arms(theta: np.ndarray, bonus: np.ndarray, lagging: np.ndarray, rng: np.random.Generator,
+def select_arms(theta: np.ndarray, bonus: np.ndarray, lagging: np.ndarray | None, rng: np.random.Generator,
                 *, forced: np.ndarray | None = None) -> np.ndarray:
     """Lines 7-13: argmax_k theta + C if A_i is empty, else a uniform arm of A_i.
 
     Draws M uniforms from ``rng`` for each agent with a non-empty A_i (in agent order) and
-    nothing otherwise. ``forced``: ``lagging.any(axis=1)`` if the caller has it already.
+    nothing otherwise. ``forced``: ``lagging.any(axis=1)`` if the caller has it already;
+    ``lagging = None``: every A_i is empty.
     """
-    arms = np.argmax(theta + bonus, axis=1)
-    forced = np.flatnonzero(lagging.any(axis=1) if forced is None else forced)
+    arms = (theta + bonus).argmax(axis=1)
+    if lagging is None:
+        return arms
+    forced = (lagging.any(axis=1) if forced is None else forced).nonzero()[0]
     if len(forced):
         u = rng.random((len(forced), theta.shape[1]))
         arms[forced] = np.argmax(np.where(lagging[forced], u, -1.0), axis=1)
