@@ -80,6 +80,7 @@ class DeliveryHeap:
     state)."""
 
     _fresh: list[tuple]
+    _fresh_kinds: set[str]  # the kinds among them
     _run: list[tuple]
     _cursor: int
     _run_kinds: set[str]
@@ -103,6 +104,7 @@ class DeliveryHeap:
             return
         if type(entry[4]) is int:
             self._fresh.append(entry)
+            self._fresh_kinds.add(entry[2])
         else:  # a multicast: the run holds single messages only
             heapq.heappush(self._heap, entry)
         if entry[0] < self._alarm_at:
@@ -119,6 +121,7 @@ class DeliveryHeap:
             self._push_during_delivery(entries)
             return
         self._fresh += entries
+        self._fresh_kinds.update(map(_kind, entries))
         head = min(entries)[0]
         if head < self._alarm_at:
             self._arm(head)
@@ -136,14 +139,13 @@ class DeliveryHeap:
 
     def _file(self) -> None:
         """Move the fresh entries to the run (one stable sort with its unread rest) or, if few, to the heap."""
-        fresh, run, cursor = self._fresh, self._run, self._cursor
-        self._fresh = []
+        fresh, kinds, run, cursor = self._fresh, self._fresh_kinds, self._run, self._cursor
+        self._fresh, self._fresh_kinds = [], set()
         if len(fresh) * 4 < len(run) - 1 - cursor:
             push, heap = heapq.heappush, self._heap
             for entry in fresh:
                 push(heap, entry)
             return
-        kinds = set(map(_kind, fresh))
         if cursor < len(run) - 1:
             kinds |= self._run_kinds
         run = run[cursor:-1] + fresh
