@@ -10,6 +10,8 @@
 * The deferred link accounting (edge ids noted by sends, marked in bulk with set operations,
   newly built edges summed with numpy when read) must equal an independent count of distinct
   (slot, edge) pairs, whatever the order of notes, direct marks and reads.
+* A stretch of one kind (``netsim.engine.delivery``) interrupted by a raising handler counts
+  exactly the messages it delivered.
 """
 
 from __future__ import annotations
@@ -141,3 +143,34 @@ def test_deferred_link_accounting_matches_distinct_edges_per_slot(operations, as
             assert metrics.node_links.tolist() == per_node
     servers = sum(1 for _, e in built if EDGE_V[e] >= AGENTS)
     assert metrics.comm_cost == (len(built) - servers) * 1.0 + servers * 25.0
+
+
+def test_a_handler_that_raises_inside_a_stretch_leaves_exact_counts():
+    """A run of one kind with a per-message handler is delivered as one stretch; a handler that
+    raises after k messages must leave exactly those k counted as delivered (per kind and per
+    receiver) and the rest in flight, and the rest must still arrive, in due order, afterwards."""
+    from netsim.engine.distributions import Distribution
+
+    net = make_network(nx.cycle_graph(6), delay=Distribution("exponential", {"mean": 1.0}), seed=3)
+    seen = []
+
+    def handler(message):
+        seen.append(message)
+        if len(seen) == 5:
+            raise RuntimeError("stop")
+
+    net.subscribe("m", handler)
+    for src in range(6):
+        net.broadcast(src, "m", src)
+    try:
+        net.env.run()
+    except RuntimeError:
+        pass
+    counts = net.metrics.messages["m"]
+    assert (counts.sent, counts.delivered, net.in_flight) == (12, 5, 7)
+    assert net.metrics.node_received.tolist() == np.bincount([m.dst for m in seen], minlength=6).tolist()
+    net.env.run()
+    assert (counts.delivered, net.in_flight, len(seen)) == (12, 0, 12)
+    dues = [m.due_at for m in seen]
+    assert dues == sorted(dues) and len({(m.src, m.dst) for m in seen}) == 12
+    assert net.metrics.node_received.tolist() == [2] * 6

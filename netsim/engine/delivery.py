@@ -41,7 +41,7 @@ import heapq
 import math
 from bisect import bisect_left
 from collections.abc import Callable
-from itertools import islice
+from itertools import islice, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -58,8 +58,8 @@ _due = itemgetter(0)
 _sequence = itemgetter(1)
 _kind = itemgetter(2)
 _destination = itemgetter(4)
+_fields = itemgetter(slice(2, 9))  # an entry's Message fields
 _END = (math.inf, math.inf)  # the run's last element: reads past the last entry need no bounds check
-_BINCOUNT_FROM = 64  # a stretch this long counts its receivers with numpy
 
 
 class _WakeUp(simpy.events.Event):
@@ -80,6 +80,7 @@ class DeliveryHeap:
     state)."""
 
     _fresh: list[tuple]
+    _fresh_kinds: set[str]  # the kinds among them
     _run: list[tuple]
     _cursor: int
     _run_kinds: set[str]
@@ -103,6 +104,7 @@ class DeliveryHeap:
             return
         if type(entry[4]) is int:
             self._fresh.append(entry)
+            self._fresh_kinds.add(entry[2])
         else:  # a multicast: the run holds single messages only
             heapq.heappush(self._heap, entry)
         if entry[0] < self._alarm_at:
@@ -119,6 +121,7 @@ class DeliveryHeap:
             self._push_during_delivery(entries)
             return
         self._fresh += entries
+        self._fresh_kinds.update(map(_kind, entries))
         head = min(entries)[0]
         if head < self._alarm_at:
             self._arm(head)
@@ -136,14 +139,13 @@ class DeliveryHeap:
 
     def _file(self) -> None:
         """Move the fresh entries to the run (one stable sort with its unread rest) or, if few, to the heap."""
-        fresh, run, cursor = self._fresh, self._run, self._cursor
-        self._fresh = []
+        fresh, kinds, run, cursor = self._fresh, self._fresh_kinds, self._run, self._cursor
+        self._fresh, self._fresh_kinds = [], set()
         if len(fresh) * 4 < len(run) - 1 - cursor:
             push, heap = heapq.heappush, self._heap
             for entry in fresh:
                 push(heap, entry)
             return
-        kinds = set(map(_kind, fresh))
         if cursor < len(run) - 1:
             kinds |= self._run_kinds
         run = run[cursor:-1] + fresh
@@ -191,6 +193,7 @@ class DeliveryHeap:
         received = self.metrics.received_by_node
         inf = math.inf
         start = None  # where the running stretch started reading the run
+        reader = None  # the list iterator of a uniform stretch, while it runs
         try:
             while True:
                 size, waiting = len(queue), len(heap)
@@ -205,12 +208,16 @@ class DeliveryHeap:
                         # everything due before the bound in order, same-instant messages too (no batch
                         # reader to wait for them), until a handler sends or schedules something
                         kind, (handler, counts) = uniform
-                        for entry in islice(run, cursor, bisect_left(run, bound, cursor, end, key=_due)):
-                            cursor += 1
-                            env._now = entry[0]
-                            handler(_new(Message, entry[2:9]))
+                        reader = iter(run)  # its position is the cursor (never past the sentinel)
+                        reader.__setstate__(cursor)
+                        stop = bisect_left(run, bound, cursor, end, key=_due)
+                        for message in map(_new, repeat(Message), map(_fields, islice(reader, stop - cursor))):
+                            env._now = message[5]  # an entry's due time is its Message's due_at
+                            handler(message)
                             if heap or len(queue) != size:
                                 break
+                        cursor = reader.__reduce__()[2]
+                        reader = None
                     else:
                         kind = handler = counts = None
                         while True:
@@ -290,6 +297,8 @@ class DeliveryHeap:
                         batch.sort(key=_sequence)
                 self._deliver(batch)
         finally:
+            if reader is not None:  # a handler raised inside a uniform stretch
+                cursor = reader.__reduce__()[2]
             if start is not None and cursor != start:  # a handler raised inside a stretch
                 counts.delivered += cursor - streak
                 self._count_stretch(run, start, cursor)
@@ -305,13 +314,9 @@ class DeliveryHeap:
     def _count_stretch(self, run: list[tuple], start: int, stop: int) -> None:
         """Count the messages ``run[start:stop]`` delivered by a stretch: receivers, in flight."""
         self._in_flight -= stop - start
-        if stop - start < _BINCOUNT_FROM:
-            received = self.metrics.received_by_node
-            for i in range(start, stop):
-                received[run[i][4]] += 1
-        else:
-            dsts = np.fromiter(map(_destination, run[start:stop]), np.int64, stop - start)
-            self.metrics.received_bulk += np.bincount(dsts, minlength=self.num_nodes)
+        received = self.metrics.received_by_node
+        for entry in islice(run, start, stop):
+            received[entry[4]] += 1
 
     # ------------------------------------------------------------------ delivery
     def _deliver(self, batch: list[tuple]) -> None:

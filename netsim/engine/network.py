@@ -182,6 +182,7 @@ class Network(DeliveryHeap, ChunkSends):
         # the fault-free send path's sampled delays (None: constant links, one multicast entry per send)
         self._sampled = None if delay.is_constant else self._law(delay)
         self._fresh: list[tuple] = []   # the delivery queue (netsim.engine.delivery)
+        self._fresh_kinds: set[str] = set()
         self._run: list[tuple] = [_END]
         self._cursor = 0
         self._run_kinds: set[str] = set()
@@ -433,6 +434,7 @@ class Network(DeliveryHeap, ChunkSends):
                 self._push_during_delivery(entries)
                 return
             self._fresh += entries
+            self._fresh_kinds.add(kind)
             if head < self._alarm_at:
                 self._arm(head)
             return
