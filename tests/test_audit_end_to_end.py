@@ -170,3 +170,21 @@ def test_dp_mase_with_ten_times_epsilon_inside_is_violated(monkeypatch):
                         lambda *, epsilon, sensitivity: real(epsilon=10 * epsilon, sensitivity=sensitivity))
     r = run_audit(audit_targets.get("e2e-dp-mase", key="t"), trials=TRIALS, seed=3)
     assert r.verdict == "VIOLATED" and r.epsilon_lo > 2 * r.claimed_epsilon, r
+
+
+def test_an_audit_whose_protocol_bypasses_the_neighbouring_rewards_is_refused(monkeypatch):
+    """Paper-mode Fed_UCB pulls through ``pull_each``; an installer that patched only ``pull_many`` made D and
+    D' the same run (eps_lo = 0, a vacuous pass). The audit now refuses such a run instead of passing it."""
+    import protocols.privacy.end_to_end as e2e
+
+    real = e2e._neighbouring_rewards
+
+    def only_pull_many(bandit, agents, neighbour, pull=0):
+        each = bandit.pull_each
+        pulls = real(bandit, agents, neighbour, pull)
+        bandit.pull_each = each   # the regression: lockstep pulls read the real rewards
+        return pulls
+
+    monkeypatch.setattr(e2e, "_neighbouring_rewards", only_pull_many)
+    with pytest.raises(RuntimeError, match="never made arm-0 pull 1"):
+        run_audit(audit_targets.get("e2e-fed-ucb", key="t"), trials=200, seed=3)

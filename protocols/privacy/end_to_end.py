@@ -76,9 +76,11 @@ def _simulation(document: dict[str, Any], seed: int, scenarios: dict[int, Any]):
     return Simulation(scenarios[agents], trial_sequence(seed, 0))
 
 
-def _neighbouring_rewards(agents: int, neighbour: bool, pull: int = 0) -> Callable[..., np.ndarray]:
-    """A ``bandit.pull_many`` for the neighbouring reward sequences: in D every reward is 0; in D' the
-    reward of each agent's arm-0 pull number ``pull`` (0 = its first) is 1, every other 0."""
+def _neighbouring_rewards(bandit: Any, agents: int, neighbour: bool, pull: int = 0) -> np.ndarray:
+    """Give ``bandit`` the neighbouring reward sequences, through every way a protocol pulls (``pull_many``
+    and the lockstep ``pull_each``): in D every reward is 0; in D' the reward of each agent's arm-0 pull
+    number ``pull`` (0 = its first) is 1, every other 0. Returns the arm-0 pull counts it sees, for
+    :func:`_pulled` (a protocol pulling some other way would make D and D' the same run)."""
     pulls = np.zeros(agents, dtype=np.int64)   # pulls of arm 0 so far, per agent
 
     def pull_many(who: np.ndarray, arms: np.ndarray, n: int = 1) -> np.ndarray:
@@ -87,7 +89,16 @@ def _neighbouring_rewards(agents: int, neighbour: bool, pull: int = 0) -> Callab
         pulls[who[arms == 0]] += 1
         return np.where(hit & neighbour, 1.0, 0.0)
 
-    return pull_many
+    bandit.pull_many = pull_many
+    bandit.pull_each = lambda arms: pull_many(np.arange(agents), arms)
+    return pulls
+
+
+def _pulled(pulls: np.ndarray, pull: int = 0) -> None:
+    """Refuse a run in which some agent's audited arm-0 pull never went through the neighbouring rewards."""
+    if (pulls <= pull).any():
+        raise RuntimeError(f"agents {np.flatnonzero(pulls <= pull)[:5].tolist()} never made arm-0 pull {pull} "
+                           "through bandit.pull_many or pull_each; accepted: a protocol that pulls through them")
 
 
 # ---------------------------------------------------------------------- dubey2020a-private
@@ -113,7 +124,7 @@ def _dubey(params: Mapping[str, Any], trials: int, rng: np.random.Generator, nei
 
     def one(agents: int, seed: int) -> np.ndarray:
         sim = _simulation(_dubey_document(params, agents, 0), seed, scenarios)
-        sim.bandit.pull_many = _neighbouring_rewards(agents, neighbour)   # D': the first reward of arm 0 is 1
+        pulls = _neighbouring_rewards(sim.bandit, agents, neighbour)   # D': the first reward of arm 0 is 1
         loss = np.zeros(agents)
         seen = np.zeros(agents)
         proto = sim.protocol
@@ -136,6 +147,7 @@ def _dubey(params: Mapping[str, Any], trials: int, rng: np.random.Generator, nei
 
         proto.start = started
         sim.run()
+        _pulled(pulls)
         return loss
 
     return _chunks(trials, rng, one)
@@ -183,11 +195,12 @@ def _cdp(params: Mapping[str, Any], trials: int, rng: np.random.Generator, neigh
     def one(agents: int, seed: int) -> np.ndarray:
         sim = _simulation(_cdp_document(params, agents), seed, scenarios)
         # D': the agent's first reward of arm 0 (in epoch 1's exploration) is 1
-        sim.bandit.pull_many = _neighbouring_rewards(agents, neighbour)
+        pulls = _neighbouring_rewards(sim.bandit, agents, neighbour)
         from netsim.experiment.testing import MessageSpy
 
         spy = MessageSpy(kinds=["cdp-upload"]).attach(sim)
         sim.run()
+        _pulled(pulls)
         plan = EpochSchedule(arms=params["arms"], horizon=params["horizon"], participants=agents,
                              epsilon=params["epsilon"] / agents).plan(1, params["arms"], 0)
         released = np.full(agents, np.nan)
@@ -315,7 +328,7 @@ def _fed_ucb(params: Mapping[str, Any], trials: int, rng: np.random.Generator, n
     def one(agents: int, seed: int) -> np.ndarray:
         sim = _simulation(_fed_ucb_document(params, agents), seed, scenarios)
         # D': X(1) of arm 0 (its second pull: the first reward of the stream Def. 1 protects) is 1
-        sim.bandit.pull_many = _neighbouring_rewards(agents, neighbour, pull=1)
+        pulls = _neighbouring_rewards(sim.bandit, agents, neighbour, pull=1)
         out = np.full(agents, np.nan)
 
         def observe(proto: Any) -> None:   # called after every tick, its counter ``t`` already advanced
@@ -328,6 +341,7 @@ def _fed_ucb(params: Mapping[str, Any], trials: int, rng: np.random.Generator, n
 
         sim.protocol.observer = observe
         sim.run()
+        _pulled(pulls, 1)
         return out
 
     return _chunks(trials, rng, one)
