@@ -145,6 +145,20 @@ EXPLAINED: dict[tuple[str, str], str] = {
         "by chance. Over 30 paired seeds the fault-free run gives 554.8 and lognormal delays of mean 8 "
         "give 561.8 (paired t-test p = 0.64, Wilcoxon p = 0.75): no improvement. The exchange cannot gain "
         "from delays: a delayed exchange applies the same average of the same two values, later."),
+    ("dubey2020a-private", "lognormal 2"): (
+        "trial noise, not an effect: this base instance has a per-trial spread of about 81 (21 %), so a "
+        "mean of 3 trials moves by 12 % by chance. Over 30 paired seeds the fault-free run gives 384.0 "
+        "and lognormal delays of mean 2 give 393.5 (+9.5 +- 9.4, paired t-test p = 0.32, Wilcoxon "
+        "p = 0.72): no improvement (lognormal 0.5: +7.2 +- 6.9; exp 2: +8.1 +- 6.4)"),
+    ("feducb", "server crash (lost)"): (
+        "an earlier synchronisation, made by the protocol's recovery: the server, restarting without its "
+        "sums at t = 150, opens a round at once to rebuild them from the agents, while the fault-free run "
+        "synchronises only once, at t = 235 (the log-det rule of dubey2020 Alg. 1 line 12 at this scale; "
+        "message traces of trials 0-2). The agents pool their data 85 steps sooner and the regret falls: "
+        "over 40 paired seeds -20.4 +- 2.9 (paired t-test p = 1.5e-8). With epsilon = inf the same crash "
+        "raises the regret by 16.0 +- 2.7 (30 seeds), and the server crash with its state kept leaves the "
+        "run unchanged (+0 %): the fall is the extra round, not the transport (measured 2026-11-27 with "
+        "the context draws of issue 25)"),
 }
 
 
