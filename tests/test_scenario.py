@@ -171,3 +171,15 @@ def test_edgelist_relative_to_scenario(tmp_path):
     sc = S.load(write(tmp_path, text))
     net = S.build_network(sc, simpy.Environment(), Streams(np.random.SeedSequence(0)))
     assert sorted(net.graph.edges()) == [(0, 1), (0, 2), (1, 2), (2, 3)]
+
+
+def test_negative_zero_is_read_as_zero(tmp_path):
+    """high = -0.0 with low = 0.0 passes 'low must not exceed high' (-0.0 == 0.0) but numpy refused
+    uniform(0.0, -0.0) with a traceback (found by test_input_fuzz); a real is now read with -0.0 as 0.0."""
+    import math
+
+    import netsim
+
+    sc = S.load(write(tmp_path, BASE), ["bandit.high=-0.0"])
+    assert sc.bandit["high"] == 0.0 and math.copysign(1.0, sc.bandit["high"]) == 1.0
+    assert (netsim.run(sc).trials["group_regret"] == 0.0).all()   # every arm's mean is 0: no regret

@@ -116,7 +116,7 @@ def real(
     def parse(value: Any) -> float | None:
         if not _is_number(value) or math.isnan(value):
             return None
-        value = float(value)
+        value = float(value) + 0.0  # -0.0 read as 0.0: numpy refuses uniform(0.0, -0.0) though -0.0 == 0.0
         if math.isinf(value):
             return value if allow_inf and value > 0 else None
         if value < low or (low_open and value == low) or value > high or (high_open and value == high):
