@@ -2,9 +2,9 @@
 
 * ``Metrics.links_used`` with long destination lists goes through a cache of pair sets; the
   links built per slot (li2022 Eq. 2) must equal an independent count of distinct pairs per slot.
-* ``Metrics.edges_used`` with edge ids (a broadcast): one numpy pass over all slot stamps when
-  the batch covers much of the graph, a loop over its distinct edges otherwise; both must give
-  the same count, mixed with single ``edge_used`` calls.
+* ``Metrics.edges_used`` with edge ids (a broadcast): an array that opens a slot is kept as a
+  sorted array of distinct ids (no Python set) until a later use in the slot merges it into the
+  slot's set; the count must be the same, mixed with single ``edge_used`` calls and deferred notes.
 * ``Network._deliver_plain`` (no tracer, no per-node handler) must deliver in send order, call
   batch handlers once per instant, and count every message as on the general path.
 * The deferred link accounting (edge ids noted by sends, marked in bulk with set operations,
@@ -71,7 +71,6 @@ def test_edges_used_matches_distinct_pairs_per_slot(batches):
     pairs = [(u, v) for u in range(NODES) for v in range(u + 1, NODES)]
     metrics = Metrics(NODES, AGENTS, 1.0, 25.0)
     metrics.set_edges(np.array([u for u, _ in pairs]), np.array([v for _, v in pairs]))
-    metrics.VECTOR_FROM = 2                         # 2-16 edges: distinct-edge loop; 17 or more: all stamps
     batches.sort(key=lambda b: b[1])                # time only moves forward
     for edges, now in batches:
         if len(edges) == 1:

@@ -9,7 +9,8 @@ Two ways to feed it, which must not be mixed within one trial:
 
 * :meth:`Metrics.edges_used` / :meth:`Metrics.edge_used` and the deferred lists (what the network
   uses once it has called :meth:`Metrics.set_edges`): the graph's edges are numbered, and the ids
-  of the edges built in the current slot are kept in a set (a new slot starts a new set). A send
+  of the edges built in the current slot are kept in a set (a new slot starts a new set; an array
+  that opens a slot is kept as a sorted array until a later use in that slot needs the set). A send
   only appends its edge ids to :attr:`Metrics.pending_edges` (all noted at the instant
   :attr:`Metrics.pending_at`); they are marked as a whole, with set operations, before anything
   else reads or marks links (and when the network moves on to another instant). A newly built
@@ -77,6 +78,10 @@ class Metrics:
         self.pending_at = -math.inf
         self._edge_slot = -math.inf  # the slot of _slot_edges
         self._slot_edges: set[int] = set()  # ids of the edges built in that slot
+        #: distinct edge ids an array call built in this slot, not yet in _slot_edges (added when needed)
+        self._slot_array: np.ndarray | None = None
+        self._built_arrays: list[np.ndarray] = []  # like _built, as arrays of distinct ids
+        self._built_waiting = 0  # ids in _built_arrays
         self._slot_index = -math.inf
         self._slot_pairs: set[tuple[int, int]] = set()
         # (u, destinations) -> frozenset of the pairs, for long destination lists (broadcasts):
@@ -106,7 +111,9 @@ class Metrics:
         self._mark_pending()
         slot = now // self.slot
         if slot != self._edge_slot:
-            self._edge_slot, self._slot_edges = slot, set()
+            self._new_slot(slot)
+        elif self._slot_array is not None:
+            self._merge_slot_array()
         if edge in self._slot_edges:
             return False
         self._slot_edges.add(edge)
@@ -119,9 +126,36 @@ class Metrics:
     SUM_FROM = 1 << 16
 
     def edges_used(self, edges: Sequence[int] | np.ndarray, now: float) -> None:
-        """Record that every edge in ``edges`` (ids, repeats allowed) carries traffic at ``now``."""
+        """Record that every edge in ``edges`` (ids, repeats allowed) carries traffic at ``now``.
+
+        An array that is the first use of a slot (every link of a synchronous step, e.g. LOCAL
+        flooding's one broadcast per period) is kept as a sorted array of distinct ids, with no
+        Python set; a later use in the same slot merges it into the slot's set first.
+        """
         self._mark_pending()
-        self._mark(set(edges.tolist() if isinstance(edges, np.ndarray) else edges), now)
+        if isinstance(edges, np.ndarray):
+            slot = now // self.slot
+            if slot != self._edge_slot:
+                self._new_slot(slot)
+            if not self._slot_edges and self._slot_array is None:
+                seen = np.zeros(len(self._edge_server), dtype=bool)
+                seen[edges] = True
+                fresh = np.flatnonzero(seen)
+                self._slot_array = fresh
+                self._built_arrays.append(fresh)
+                self._built_waiting += len(fresh)
+                if self._built_waiting >= self.SUM_FROM:
+                    self._sum_built()
+                return
+            edges = edges.tolist()
+        self._mark(set(edges), now)
+
+    def _new_slot(self, slot: float) -> None:
+        self._edge_slot, self._slot_edges, self._slot_array = slot, set(), None
+
+    def _merge_slot_array(self) -> None:
+        self._slot_edges.update(self._slot_array.tolist())
+        self._slot_array = None
 
     def _mark_pending(self) -> None:
         pending = self.pending_edges
@@ -134,7 +168,9 @@ class Metrics:
         """Mark the distinct edge ids ``edges`` (a set this method may change) as used at ``now``."""
         slot = now // self.slot
         if slot != self._edge_slot:
-            self._edge_slot, self._slot_edges = slot, set()
+            self._new_slot(slot)
+        elif self._slot_array is not None:
+            self._merge_slot_array()
         edges -= self._slot_edges
         if edges:
             self._slot_edges |= edges
@@ -145,13 +181,14 @@ class Metrics:
     def _sum_links(self) -> None:
         """Bring the link counters up to date (mark the pending edges, add the noted ones)."""
         self._mark_pending()
-        if self._built:
+        if self._built or self._built_arrays:
             self._sum_built()
 
     def _sum_built(self) -> None:
         """Add the noted newly built edges to the link counters."""
         built, self._built = self._built, []
-        self._count_edges(np.array(built, dtype=np.int64))
+        arrays, self._built_arrays, self._built_waiting = self._built_arrays, [], 0
+        self._count_edges(np.concatenate([np.array(built, dtype=np.int64), *arrays]))
 
     def _count_edges(self, new: np.ndarray) -> None:
         """Count the edges ``new`` (distinct ids) as built once each."""
