@@ -317,3 +317,35 @@ def test_paper_mode_refuses_an_adversary_with_one_line():
 
     with pytest.raises(InputError, match="protocol.mode"):
         S.load("zhu2021-fig2a-epsinf", ["adversary.byzantine=0.34", "adversary.corruption=1.0"])
+
+
+@pytest.mark.parametrize("faults", [None, {"duplication": 0.2, "reorder": 0.3}])
+def test_heard_counts_are_the_per_message_maximum(faults):
+    """``_heard`` (payloads stacked once, one ``maximum.reduceat`` over the rows sorted by receiver)
+    equals the plain definition, max over the ñ rows of every delivered message, one message at a
+    time, at every tick of a ring under lognormal delays and loss (and duplication with reordering)."""
+    sc = scenario({"name": "fed-ucb", "mode": "realistic", "epsilon": 1.0}, horizon=300, seed=4,
+                  network={"delay": delay("lognormal", 2.0), "loss": 0.2}, **SETTINGS["ring10"],
+                  **({"faults": faults} if faults else {}))
+    sim = Simulation(sc, trial_sequence(4, 0))
+    network, protocol = sim.network, sim.protocol
+    collect, heard, checked = network.collect, protocol._heard, []
+
+    def copying(kind):
+        records = collect(kind)
+        copying.messages = [m for r in records for m in (r.messages() if hasattr(r, "messages") else [r])]
+        return records
+
+    def checking():
+        copying.messages = []
+        got = heard()
+        expected = np.zeros_like(got)
+        for message in copying.messages:
+            expected[message.dst] = np.maximum(expected[message.dst], np.asarray(message.payload).reshape(-1))
+        np.testing.assert_array_equal(got, expected)
+        checked.append(len(copying.messages))
+        return got
+
+    network.collect, protocol._heard = copying, checking
+    sim.run()
+    assert len(checked) >= 250 and sum(checked) > 1000, (len(checked), sum(checked))

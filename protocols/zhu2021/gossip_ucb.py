@@ -359,24 +359,39 @@ class GossipUCB(Protocol):
         self.ntilde_reads += 2 * len(self.edges)
 
     def _heard(self) -> np.ndarray:
-        """max_j ñ_j over the ñ messages each agent received since its last tick (0 where none came)."""
+        """max_j ñ_j over the ñ messages each agent received since its last tick (0 where none came).
+
+        The records of one tick share a few payloads (one per broadcast): each payload is stacked
+        once, every message becomes a row index into the stack, and the maximum per receiver is one
+        ``maximum.reduceat`` over the rows sorted by receiver (the maximum does not depend on order).
+        """
         m = self.num_arms
         heard = np.zeros((self.num_agents, m))
         records = self.sim.network.collect(NTILDE)
         if not records:
             return heard
-        dst, rows, single_dst, single_rows = [], [], [], []
+        dst, rows, tables, placed, size = [], [], [], {}, 0
         for record in records:
             if type(record) is Message:  # a message that travelled alone (a record reader may get those)
-                single_dst.append(record.dst)
-                single_rows.append(record.payload)
-            else:
-                dst.append(record.dst)
-                rows.append(record.payload.reshape(-1, m)[record.start // m])
-        if single_dst:
-            dst.append(np.array(single_dst, dtype=np.int64))
-            rows.append(np.array(single_rows).reshape(-1, m))
-        np.maximum.at(heard, np.concatenate(dst), np.concatenate(rows))
+                dst.append(np.array([record.dst], dtype=np.int64))
+                rows.append(np.array([size], dtype=np.int64))
+                tables.append(np.asarray(record.payload, dtype=float).reshape(1, m))
+                size += 1
+                continue
+            at = placed.get(id(record.payload))
+            if at is None:
+                table = record.payload.reshape(-1, m)
+                placed[id(record.payload)] = at = size
+                tables.append(table)
+                size += len(table)
+            dst.append(record.dst)
+            rows.append(record.start // m + at)
+        dst = np.concatenate(dst)
+        order = np.argsort(dst)
+        dst = dst[order]
+        values = np.concatenate(tables)[np.concatenate(rows)[order]]
+        heads = np.flatnonzero(np.concatenate(([True], dst[1:] != dst[:-1])))
+        heard[dst[heads]] = np.maximum.reduceat(values, heads, axis=0)
         return heard
 
     def _gossip_now(self, u: int, v: int) -> None:
