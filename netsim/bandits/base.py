@@ -147,8 +147,14 @@ class BanditEnvironment:
         them). The pulls are booked by :meth:`settle_each` with the arms the agents chose.
         """
         self._each_left = 0
-        n, m = self.num_agents, self.num_arms
-        u = np.stack([self._stream(agent, steps) for agent in range(n)], axis=1)    # steps x agents
+        u = np.stack([self._stream(agent, steps) for agent in range(self.num_agents)], axis=1)   # steps x agents
+        return self._every_arm(u)
+
+    def _every_arm(self, u: np.ndarray) -> np.ndarray:
+        """:meth:`_single_rewards` of every arm for each agent at its quantiles ``u`` (steps x agents): a
+        steps x agents x arms array (kinds may give the same floats with fewer operations)."""
+        steps, n = u.shape
+        m = self.num_arms
         agents = np.broadcast_to(np.arange(n)[None, :, None], (steps, n, m)).ravel()
         arms = np.broadcast_to(np.arange(m), (steps, n, m)).ravel()
         return self._single_rewards(agents, arms, np.repeat(u.ravel(), m)).reshape(steps, n, m)
