@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "studies.md"
 BEGIN = "<!-- studies table: written by `python -m benchmarks.studies` -->"
 END = "<!-- end of the studies table -->"
-FULL_BUDGET = 20.0  # CPU s: a point whose estimated full trial costs more is extrapolated from a fraction
+FULL_BUDGET = 20.0  # CPU s: a point whose estimated full trial (or lockstep group) costs more is extrapolated
 
 
 def quick(name: str, jobs: int, sets: list[str]) -> dict:
@@ -107,7 +107,7 @@ def paper(name: str, jobs: int, sets: list[str]) -> dict:
         fixed = _fixed_cpu(point.scenario, fraction / 1000, together)
         cpu, row = _trial_cpu(point.scenario, fraction, together)
         finished_early = row["end_time"] < fraction
-        if finished_early or cpu * horizon / fraction <= FULL_BUDGET:
+        if finished_early or cpu * together * horizon / fraction <= FULL_BUDGET:   # the whole group's CPU
             cpu, row = _trial_cpu(point.scenario, None, together)
             per_trial, scaled = cpu, False
         else:
@@ -148,8 +148,10 @@ def table(results: dict) -> str:
         else:
             size = f"{len(study.variants)} x {p['points'] // len(study.variants)} x {p['trials']}"
             paper_cell = f"{p['wall_min']:,.1f}"
-            how = ("extrapolated from a fraction of the horizon (one trial per point)" if p["extrapolated"]
-                   else "one full trial per point measured, times the trials")
+            group = max((point.get("lockstep", 1) for point in p["by_point"]), default=1)
+            measured = f"one lockstep group of {group} trials per point" if group > 1 else "one trial per point"
+            how = (f"extrapolated from a fraction of the horizon ({measured})" if p["extrapolated"]
+                   else f"{measured} measured in full, times the trials")
         lines.append(f"| `{name}` | {study.source or '-'} | {size} | {quick_cell} | {paper_cell} | {how} |")
     lines.append("")
     lines.append(f"All quick-scale studies one after the other: **{quick_total / 60:.1f} minutes** wall with "

@@ -26,7 +26,9 @@ keeps one per (agent, arm)); it keeps the exact prefix sums, each counter's last
 the OR of its release times (the levels it has noised), and per counter and level the noise of
 the node in use there (which node that is follows from the last release time; 0 once a release
 time with that bit clear has passed: the node is then never used again). ``epsilon = inf`` means
-no privacy: nothing is drawn.
+no privacy: nothing is drawn. :meth:`BinaryTreeCounter.lockstep` stacks the counters of several
+trials run in lockstep (each drawing from its own stream, in blocks, the values of one call per
+release; :meth:`BinaryTreeCounter.split` gives them back).
 """
 
 from __future__ import annotations

@@ -102,6 +102,7 @@ from protocols.zhu2021.rules import (
     neighbourhoods,
     propagate_max_counts,
     select_arms,
+    update_means,
 )
 
 NTILDE = "zhu2021-ntilde"
@@ -335,16 +336,7 @@ class GossipUCB(Protocol):
             pulled = self._rows + arms
         if forced is not self._nobody:
             self.forced_pulls += int(np.count_nonzero(forced))
-        count = n.reshape(-1)[pulled]
-        count += 1.0
-        n.reshape(-1)[pulled] = count                                              # line 15
-        released = self.counter.release(pulled, t, rewards, distinct=True)        # Alg. 3, X(1..t)
-        new_mean = self.initial.reshape(-1)[pulled]
-        new_mean += released
-        new_mean /= count                                                          # Eq. (2)
-        means = self.xbar.reshape(-1)
-        change = new_mean - means[pulled]                                          # X̃(t) - X̃(t-1)
-        means[pulled] = new_mean
+        change = update_means(n, self.initial, self.xbar, self.counter, pulled, t, rewards)   # lines 15-16
         if t > self.ticks // 2:
             self.late_pulls += len(active)
             self.late_best += int(np.count_nonzero(arms == self.best_arm))

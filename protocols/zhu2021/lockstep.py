@@ -38,6 +38,7 @@ from protocols.zhu2021.rules import (
     neighbour_max,
     propagate_max_counts,
     select_arms,
+    update_means,
 )
 
 EDGE_DRAWS = 1024  # links drawn at a time per trial: the block of netsim.engine.activation.uniform_edge_clock
@@ -123,16 +124,7 @@ class Lockstep:
             arms = select_arms(self.theta, bonus, None, None)
         pulled = self._rows * m + arms.reshape(-1)                                          # flat (trial, agent, arm)
         got = rewards.reshape(-1)[pulled]                                                   # line 14
-        count = n.reshape(-1)[pulled]
-        count += 1.0
-        n.reshape(-1)[pulled] = count                                                       # line 15
-        released = self.counter.release(pulled, t, got, distinct=True)                      # Alg. 3, X(1..t)
-        new_mean = self.initial.reshape(-1)[pulled]
-        new_mean += released
-        new_mean /= count                                                                   # Eq. (2)
-        means = self.xbar.reshape(-1)
-        change = new_mean - means[pulled]
-        means[pulled] = new_mean
+        change = update_means(n, self.initial, self.xbar, self.counter, pulled, t, got)     # lines 15-16
         if t > self.ticks // 2:
             self.late_pulls += big_n
             self.late_best += np.count_nonzero(arms == self._best[:, None], axis=1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -101,3 +102,21 @@ def select_arms(theta: np.ndarray, bonus: np.ndarray, lagging: np.ndarray | None
         u = rng(forced) if callable(rng) else rng.random((len(forced), m))
         arms.reshape(-1)[forced] = np.argmax(np.where(lagging.reshape(-1, m)[forced], u, -1.0), axis=1)
     return arms
+
+
+def update_means(n: np.ndarray, initial: np.ndarray, xbar: np.ndarray, counter: Any, pulled: np.ndarray, t: int,
+                 rewards: np.ndarray) -> np.ndarray:
+    """Lines 15-16 in place at the flat entries ``pulled`` (agent * M + arm, distinct; arrays N x M or
+    B x N x M): n += 1, the pulled reward joins the sum ``counter`` releases (Alg. 3, private for
+    Fed_UCB), X̃ = (X(0) + released sum of X(1..t)) / n (Eq. (2)); returns X̃(t) - X̃(t-1) there."""
+    count = n.reshape(-1)[pulled]
+    count += 1.0
+    n.reshape(-1)[pulled] = count                                          # line 15
+    released = counter.release(pulled, t, rewards, distinct=True)         # Alg. 3, X(1..t)
+    new_mean = initial.reshape(-1)[pulled]
+    new_mean += released
+    new_mean /= count                                                      # Eq. (2)
+    means = xbar.reshape(-1)
+    change = new_mean - means[pulled]                                      # X̃(t) - X̃(t-1)
+    means[pulled] = new_mean
+    return change
