@@ -16,7 +16,7 @@ of a tick serves the B trials, and every trial gets exactly the results it gets 
 * the same books: each trial's bandit settles its agents' pulls (``settle_each``, regret added pull
   by pull), its links are booked with ``sim.agent_links_built`` and its protocol counters are
   written back before every checkpoint, so checkpoints, ``trials.csv`` and ``agents.csv`` are those
-  of the trial run alone (``tests/test_zhu2021_lockstep.py`` compares them for every mode of use).
+  of the trial run alone (``tests/test_zhu2021_lockstep.py`` compares them float for float).
 
 Tick 0 (Alg. 1 / Alg. 4 line 1) is each trial's own :meth:`GossipUCB._initialise`. Paper mode has no
 messages, faults or adversary, and the lockstep key asks for the unit tick (``clock.period = 1``), so
