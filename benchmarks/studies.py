@@ -8,7 +8,9 @@ other studies' rows of the JSON file; ``--set`` applies to every variant, as ``n
 * **quick**: ``netsim study NAME --scale quick --jobs 2`` in a child process, wall seconds of the
   whole command (start-up, every unit, tables, figures, report), all studies one after the other.
 * **paper**: one trial of every variant and grid point at the paper scale, in this process, CPU
-  seconds each. A point whose trial would take long is measured at a fraction f of its horizon H
+  seconds each; where the runner runs a point's trials in lockstep groups (docs/engine.md, "Several
+  trials in lockstep"), one group of the size it forms with ``--jobs`` is run instead and its CPU
+  divided by its size. A point whose trial would take long is measured at a fraction f of its horizon H
   (``run.horizon / 10``, or ``/ 100`` from 10^6 slots) and its cost extrapolated linearly in the horizon
   (the scaling benchmark shows slopes close to 1 in the horizon for every family): the trial's fixed
   cost c0 (building the network, bandit and protocol, collecting the results) is measured on its own,
@@ -37,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "studies.md"
 BEGIN = "<!-- studies table: written by `python -m benchmarks.studies` -->"
 END = "<!-- end of the studies table -->"
-FULL_BUDGET = 20.0  # CPU s: a point whose estimated full trial costs more is extrapolated from a fraction
+FULL_BUDGET = 20.0  # CPU s: a point whose estimated full trial (or lockstep group) costs more is extrapolated
 
 
 def quick(name: str, jobs: int, sets: list[str]) -> dict:
@@ -54,25 +56,40 @@ def quick(name: str, jobs: int, sets: list[str]) -> dict:
     return {"wall_s": round(wall, 1), "exit": done.returncode, "figures": figures, "error": error}
 
 
-def _trial_cpu(scenario, horizon: float | None) -> tuple[float, dict]:
-    from netsim.engine.sim import run_trial
+def _trial_cpu(scenario, horizon: float | None, together: int = 1) -> tuple[float, dict]:
+    """CPU s per trial and trial 0's row: ``together`` trials run as one lockstep group of the runner
+    (:func:`netsim.engine.sim.run_trials`; 1: one trial alone)."""
+    from netsim.engine.sim import run_trials
     from netsim.engine.streams import trial_sequence
 
     if horizon is not None:
         from netsim.engine import scenario as S
 
         scenario = S.load(scenario, {"run.horizon": horizon, "run.checkpoints": 1})
+    units = [(scenario, trial_sequence(scenario.run["seed"], trial), trial) for trial in range(together)]
     start = time.process_time()
-    row = run_trial(scenario, trial_sequence(scenario.run["seed"], 0), 0).row
-    return time.process_time() - start, row
+    row = run_trials(units)[0].row
+    return (time.process_time() - start) / together, row
 
 
-def _fixed_cpu(scenario, horizon: float) -> float:
-    """CPU s of a trial of ``horizon`` (the fixed cost of a trial), 0 when the scenario refuses so short a run."""
+def _fixed_cpu(scenario, horizon: float, together: int = 1) -> float:
+    """CPU s per trial of ``horizon`` (the fixed cost of a trial), 0 when the scenario refuses so short a run."""
     try:
-        return _trial_cpu(scenario, horizon)[0]
+        return _trial_cpu(scenario, horizon, together)[0]
     except Exception:  # a protocol that needs a longer run: no fixed cost is subtracted (an over-estimate)
         return 0.0
+
+
+def _group_sizes(plan, jobs: int) -> dict[int, int]:
+    """Per point, the size of the runner's first lockstep group of its trials with ``jobs`` processes."""
+    from netsim.experiment import runner
+
+    units = plan.units()
+    groups = runner.lockstep_groups([u.unit() for u in units], jobs)
+    sizes: dict[int, int] = {}
+    for group in groups:
+        sizes.setdefault(units[group[0]].point.index, len(group))
+    return sizes
 
 
 def paper(name: str, jobs: int, sets: list[str]) -> dict:
@@ -80,23 +97,25 @@ def paper(name: str, jobs: int, sets: list[str]) -> dict:
     from netsim.experiment import studies
 
     plan = studies.plan(studies.load(name), "paper", overrides=studies.set_options(sets))
+    sizes = _group_sizes(plan, jobs)
     points, total, extrapolated = [], 0.0, False
     for point in plan.points:
         horizon = float(point.scenario.run["horizon"])
         fraction = horizon / (100 if horizon >= 1e6 else 10)
-        _fixed_cpu(point.scenario, fraction / 1000)  # untimed: imports and caches of the first such trial
-        fixed = _fixed_cpu(point.scenario, fraction / 1000)
-        cpu, row = _trial_cpu(point.scenario, fraction)
+        together = sizes.get(point.index, 1)
+        _fixed_cpu(point.scenario, fraction / 1000, together)  # untimed: imports and caches of the first such trial
+        fixed = _fixed_cpu(point.scenario, fraction / 1000, together)
+        cpu, row = _trial_cpu(point.scenario, fraction, together)
         finished_early = row["end_time"] < fraction
-        if finished_early or cpu * horizon / fraction <= FULL_BUDGET:
-            cpu, row = _trial_cpu(point.scenario, None)
+        if finished_early or cpu * together * horizon / fraction <= FULL_BUDGET:   # the whole group's CPU
+            cpu, row = _trial_cpu(point.scenario, None, together)
             per_trial, scaled = cpu, False
         else:
             fixed = min(fixed, cpu)
             per_trial, scaled = fixed + (cpu - fixed) * horizon / fraction, True
         extrapolated |= scaled
         total += plan.trials * per_trial
-        points.append({"variant": point.variant, "point": point.index, "horizon": horizon,
+        points.append({"variant": point.variant, "point": point.index, "horizon": horizon, "lockstep": together,
                        "trial_cpu_s": round(per_trial, 3), "from_fraction": scaled,
                        **({"fraction": fraction, "fraction_cpu_s": round(cpu, 3), "fixed_cpu_s": round(fixed, 3)}
                           if scaled else {})})
@@ -129,8 +148,10 @@ def table(results: dict) -> str:
         else:
             size = f"{len(study.variants)} x {p['points'] // len(study.variants)} x {p['trials']}"
             paper_cell = f"{p['wall_min']:,.1f}"
-            how = ("extrapolated from a fraction of the horizon (one trial per point)" if p["extrapolated"]
-                   else "one full trial per point measured, times the trials")
+            group = max((point.get("lockstep", 1) for point in p["by_point"]), default=1)
+            measured = f"one lockstep group of {group} trials per point" if group > 1 else "one trial per point"
+            how = (f"extrapolated from a fraction of the horizon ({measured})" if p["extrapolated"]
+                   else f"{measured} measured in full, times the trials")
         lines.append(f"| `{name}` | {study.source or '-'} | {size} | {quick_cell} | {paper_cell} | {how} |")
     lines.append("")
     lines.append(f"All quick-scale studies one after the other: **{quick_total / 60:.1f} minutes** wall with "

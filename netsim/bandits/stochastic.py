@@ -58,6 +58,14 @@ def gaussian_singles(mu: np.ndarray, sigma: float, u: np.ndarray) -> np.ndarray:
     return mu + sigma * special.ndtri(u)
 
 
+def gaussian_every_arm(means: np.ndarray, sigma: float, u: np.ndarray) -> np.ndarray:
+    """:func:`gaussian_singles` of every arm at once: ``[s, i, k]`` is agent i's reward from arm k at its
+    quantile ``u[s, i]`` (``means``: agents x arms), the same floats with one ``ndtri`` per quantile."""
+    from scipy import special
+
+    return means + (sigma * special.ndtri(u))[:, :, None]
+
+
 def _global_means(options: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
     if options["means"] == "uniform":
         return rng.uniform(options["low"], options["high"], options["arms"])
@@ -122,6 +130,9 @@ class GaussianBandit(BanditEnvironment):
 
     def _single_rewards(self, agents, arms, u):
         return gaussian_singles(self.local_means[agents, arms], self.options["sigma"], u)
+
+    def _every_arm(self, u):
+        return gaussian_every_arm(self.local_means, self.options["sigma"], u)
 
 
 @bandits.register("heterogeneous")
@@ -188,3 +199,8 @@ class HeterogeneousBandit(BanditEnvironment):
         if self.options["noise"] == "bernoulli":
             return super()._single_rewards(agents, arms, u)
         return gaussian_singles(self.local_means[agents, arms], self.options["sigma"], u)
+
+    def _every_arm(self, u):
+        if self.options["noise"] == "bernoulli":
+            return super()._every_arm(u)
+        return gaussian_every_arm(self.local_means, self.options["sigma"], u)

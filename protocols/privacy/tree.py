@@ -26,7 +26,9 @@ keeps one per (agent, arm)); it keeps the exact prefix sums, each counter's last
 the OR of its release times (the levels it has noised), and per counter and level the noise of
 the node in use there (which node that is follows from the last release time; 0 once a release
 time with that bit clear has passed: the node is then never used again). ``epsilon = inf`` means
-no privacy: nothing is drawn.
+no privacy: nothing is drawn. :meth:`BinaryTreeCounter.lockstep` stacks the counters of several
+trials run in lockstep (each drawing from its own stream, in blocks, the values of one call per
+release; :meth:`BinaryTreeCounter.split` gives them back).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from netsim.comm import GroupedDraws
 from protocols.privacy.mechanisms import laplace_noise
 
 
@@ -63,7 +66,9 @@ class BinaryTreeCounter:
     sensitivity:
         Largest change of one observation (1 for rewards in [0, 1], zhu2021 Sec. 2).
     rng:
-        Generator of the Laplace draws (required; the caller owns it).
+        Generator of the Laplace draws (required; the caller owns it); or, for B streams in lockstep
+        (B trials), a :class:`netsim.comm.GroupedDraws` of Laplace(b) draws with one generator per
+        index of the leading axis of ``shape`` (see :meth:`lockstep`).
 
     Attributes
     ----------
@@ -85,8 +90,9 @@ class BinaryTreeCounter:
         sensitivity = float(sensitivity)
         if not (sensitivity > 0 and math.isfinite(sensitivity)):
             raise ValueError(f"sensitivity = {sensitivity!r}; accepted: a finite number > 0")
-        if not callable(getattr(rng, "laplace", None)):
-            raise TypeError("rng must be a numpy.random.Generator (an object with .laplace)")
+        self._grouped = callable(getattr(rng, "take", None))
+        if not (self._grouped or callable(getattr(rng, "laplace", None))):
+            raise TypeError("rng must be a numpy.random.Generator (an object with .laplace) or a GroupedDraws")
         self.horizon = int(horizon)
         self.shape = tuple(int(s) for s in shape)
         self.sensitivity = sensitivity
@@ -103,6 +109,31 @@ class BinaryTreeCounter:
         self._levels_used = np.zeros(size, dtype=np.int64)  # per counter, the OR of its release times
         self.noise_terms = 0
         self._latest = 0  # the latest time any counter was released at
+        self._group_size = size // len(rng.generators) if self._grouped else size  # counters per stream
+
+    @classmethod
+    def lockstep(cls, counters: list[BinaryTreeCounter]) -> BinaryTreeCounter:
+        """One counter for the counters of B trials in lockstep (equal epsilon, horizon, sensitivity and
+        shape S, fresh): flat shape (B prod(S),), counters b prod(S) .. (b + 1) prod(S) - 1 being those of
+        trial b, which draw from ``counters[b].rng`` in blocks. Its releases are, trial by trial, those of
+        the B counters (a release must list the trials in order; same draws, same floats); :meth:`split`
+        writes the B counters back."""
+        first = counters[0]
+        size = int(np.prod(first.shape, dtype=np.int64))
+        draws = GroupedDraws([c.rng for c in counters], lambda g, k: laplace_noise(g, first.scale, k))
+        return cls(epsilon=first.epsilon, horizon=first.horizon, shape=(len(counters) * size,),
+                   sensitivity=first.sensitivity, rng=draws)
+
+    def split(self, counters: list[BinaryTreeCounter]) -> None:
+        """Write row b of this lockstep counter back into ``counters[b]`` (state and noise count)."""
+        for b, counter in enumerate(counters):
+            rows = slice(b * self._group_size, (b + 1) * self._group_size)
+            counter._sums[:] = self._sums[rows]
+            counter._last[:] = self._last[rows]
+            counter._noise[:] = self._noise[rows]
+            counter._levels_used[:] = self._levels_used[rows]
+            counter._latest = int(self._last[rows].max(initial=0))
+            counter.noise_terms = int(self.rng.taken[b]) if self._grouped else self.noise_terms
 
     # ------------------------------------------------------------------ closed forms
     def variance(self, t: int | np.ndarray) -> float | np.ndarray:
@@ -127,13 +158,15 @@ class BinaryTreeCounter:
         return float(self.node_epsilon * popcount(self._levels_used).max())
 
     # ------------------------------------------------------------------ streaming
-    def release(self, index: Any, t: int | np.ndarray, value: float | np.ndarray = 0.0) -> np.ndarray:
+    def release(self, index: Any, t: int | np.ndarray, value: float | np.ndarray = 0.0, *,
+                distinct: bool = False) -> np.ndarray:
         """Append x(t) = ``value`` to the counters at ``index`` and return their noisy prefix sums.
 
         ``index`` selects distinct counters (any numpy index into ``shape``; ``()`` for a single
         counter); ``t`` (scalar or one per counter) must lie in 1 .. horizon and be at least
         the counter's previous time (skipped times are x = 0). The release is the exact
-        prefix sum plus the popcount(t) node noises of Alg. 3.
+        prefix sum plus the popcount(t) node noises of Alg. 3. ``distinct=True``: the caller
+        guarantees that ``index`` lists distinct counters (the check is skipped).
 
         One vectorised step for the whole batch: the nodes used for the first time are found from
         each counter's previous release time alone, their noises drawn in counter-major,
@@ -143,7 +176,7 @@ class BinaryTreeCounter:
         picked = self._ids[index]
         out_shape = np.shape(picked)
         flat = picked.ravel() if out_shape else np.array([picked])
-        if flat.size > 1 and len(set(flat.tolist())) < flat.size:
+        if not distinct and flat.size > 1 and len(set(flat.tolist())) < flat.size:
             raise ValueError("each counter may appear once per release")
         last = self._last[flat]
         scalar = isinstance(t, (int, np.integer))
@@ -173,12 +206,27 @@ class BinaryTreeCounter:
         # last >> j != t >> j is (last ^ t) >= 2^j. A level whose bit of t is clear has left its node
         # for good (later times have other m at that level), so its noise is dropped (zeroed) here.
         active = (self._pow2 & (t if scalar else t[:, None])) != 0       # bit j of t set: node used (Alg. 2)
-        fresh = active & np.greater_equal.outer(last ^ t, self._pow2)    # first use of that node (Alg. 3)
         noise = self._noise[flat]
         noise *= active
-        drawn = int(np.count_nonzero(fresh))
-        if drawn:
-            noise[fresh] = laplace_noise(self.rng, self.scale, drawn)    # counter-major, level-minor
+        if scalar:
+            # the fresh nodes of a counter (Alg. 3) are the levels j of t with 2^j <= last ^ t: the first k of
+            # t's levels in ascending order, k found by one search per counter
+            levels = np.flatnonzero(active)
+            k = np.searchsorted(self._pow2[levels], last ^ t, side="right")
+            drawn = int(k.sum())
+            if drawn:
+                row = np.repeat(np.arange(len(flat)), k)
+                fresh = row * self.levels + levels[np.arange(drawn) - (np.cumsum(k) - k)[row]]
+        else:
+            fresh = np.flatnonzero(active & np.greater_equal.outer(last ^ t, self._pow2))   # first use (Alg. 3)
+            drawn = len(fresh)
+            row = fresh // self.levels
+        if drawn:   # drawn counter-major, level-minor
+            if self._grouped:  # each trial's draws from its own stream, in the same order
+                values = self.rng.take(flat[row] // self._group_size)
+            else:
+                values = laplace_noise(self.rng, self.scale, drawn)
+            noise.reshape(-1)[fresh] = values
             self.noise_terms += drawn
             self._levels_used[flat] |= t
         self._noise[flat] = noise

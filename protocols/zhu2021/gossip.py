@@ -41,17 +41,21 @@ def gossip_lambda2(graph: nx.Graph) -> float:
     return 1.0 - connectivity / (2.0 * graph.number_of_edges())
 
 
-def gossip_update(theta: np.ndarray, pulled: np.ndarray, change: np.ndarray, edge: tuple[int, int] | None) -> None:
-    """Lines 17-22 for all agents, in place on ``theta`` (N x M, C-contiguous).
+def gossip_update(theta: np.ndarray, pulled: np.ndarray, change: np.ndarray,
+                  edge: tuple[int, int] | tuple[np.ndarray, np.ndarray] | None) -> None:
+    """Lines 17-22 for all agents, in place on ``theta`` (N x M, or B x N x M for B trials in lockstep;
+    C-contiguous).
 
     X̃(t) - X̃(t-1) is ``change`` at the flat entries ``pulled`` (agent * M + arm, distinct) and 0
     elsewhere: the two ends u, v of ``edge`` take (theta_u + theta_v) / 2 plus their change (line 20),
-    everyone else theta plus its change (line 22), all from theta(t-1).
+    everyone else theta plus its change (line 22), all from theta(t-1). ``edge``: the rows u, v of
+    ``theta`` as an N x M (or B * N x M) array, numbers or one per trial.
     """
     if edge is not None:
         u, v = edge
-        mean = theta[u] + theta[v]
+        rows = theta.reshape(-1, theta.shape[-1])
+        mean = rows[u] + rows[v]
         mean *= 0.5
-        theta[u] = mean                                                    # line 20, then its X̃ term below
-        theta[v] = mean
+        rows[u] = mean                                                     # line 20, then its X̃ term below
+        rows[v] = mean
     theta.reshape(-1)[pulled] += change                                    # line 22

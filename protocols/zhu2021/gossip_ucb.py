@@ -102,6 +102,7 @@ from protocols.zhu2021.rules import (
     neighbourhoods,
     propagate_max_counts,
     select_arms,
+    update_means,
 )
 
 NTILDE = "zhu2021-ntilde"
@@ -179,8 +180,49 @@ class GossipUCB(Protocol):
         """Privacy level of the observation sums (inf: Gossip_UCB, no noise)."""
         return math.inf
 
+    @classmethod
+    def lockstep_key(cls, scenario: Any) -> Any:
+        """Paper mode with the unit tick runs trials in lockstep (:mod:`protocols.zhu2021.lockstep`): the
+        trials of one scenario (same graph size, arms, horizon and eps), whatever their seeds."""
+        if scenario.protocol["mode"] != "paper" or scenario.clock["period"] != 1.0:
+            return None
+        setup = scenario.as_dict()
+        setup["run"] = {k: v for k, v in setup["run"].items() if k not in ("trials", "seed")}
+        return repr(setup)
+
+    @classmethod
+    def lockstep(cls, protocols: list[Any]) -> Any:
+        from protocols.zhu2021.lockstep import Lockstep
+
+        return Lockstep(protocols).advance
+
     # ------------------------------------------------------------------ setup
     def start(self) -> None:
+        self._setup()
+        sim, gossip_rng = self.sim, self._gossip_rng
+        if self._realistic:
+            self.exchange = PairwiseExchange(sim, width=self.num_arms, value=lambda i: self.theta[i], move=self._move,
+                                             timer=timer_from(self.params, self.period),
+                                             up=sim.faults.up if sim.faults.has_crashes else None)
+            self.exchange.corruptible()
+            self._initiator = sim.streams.for_("gossip-initiator")
+            sim.network.subscribe_deferred(NTILDE)
+            sim.network.corruptible(NTILDE, rewriting(lambda counts, lie: lie(counts)))
+            poisson_edge_clocks(sim.env, sim.network, gossip_rng, self._gossip_now,
+                                rate=self.params["gossip_rate"] / len(self.edges))
+        if self._up is not None:
+            sim.faults.on_restart(self._restarted)
+        if self._realistic:
+            sim.every(self.period, self._tick)
+        else:
+            # One clock: tick 0 initialises, and from tick 1 on the uniform edge clock drives the ticks, each
+            # drawing its link before the agents step (Sec. 2.2).
+            sim.call_at(0.0, lambda: self._tick(0.0))
+            uniform_edge_clock(sim.env, sim.network, gossip_rng, self._edge_tick, period=self.period,
+                               start=self.period)
+
+    def _setup(self) -> None:
+        """The state of Alg. 1 / Alg. 4 before tick 0 (no clock, no subscription yet)."""
         sim = self.sim
         n_agents, n_arms = sim.num_agents, sim.bandit.num_arms
         graph = sim.network.agent_graph
@@ -216,29 +258,9 @@ class GossipUCB(Protocol):
         self._bonus = np.empty((n_agents, n_arms))
         self._nobody = np.zeros(n_agents, dtype=bool)   # no agent forced (line 6: every A_i empty)
         self._realistic = self.params["mode"] == "realistic"
-        gossip_rng = sim.streams.for_("gossip")
+        self._gossip_rng = sim.streams.for_("gossip")
         self._up = sim.faults.up[:n_agents] if sim.faults.has_crashes else None
-        if self._realistic:
-            self.exchange = PairwiseExchange(sim, width=n_arms, value=lambda i: self.theta[i], move=self._move,
-                                             timer=timer_from(self.params, self.period),
-                                             up=sim.faults.up if sim.faults.has_crashes else None)
-            self.exchange.corruptible()
-            self._initiator = sim.streams.for_("gossip-initiator")
-            sim.network.subscribe_deferred(NTILDE)
-            sim.network.corruptible(NTILDE, rewriting(lambda counts, lie: lie(counts)))
-            poisson_edge_clocks(sim.env, sim.network, gossip_rng, self._gossip_now,
-                                rate=self.params["gossip_rate"] / len(self.edges))
         self._fresh: list[int] = []   # agents back from a crash with state "lost", re-initialised next tick
-        if self._up is not None:
-            sim.faults.on_restart(self._restarted)
-        if self._realistic:
-            sim.every(self.period, self._tick)
-        else:
-            # One clock: tick 0 initialises, and from tick 1 on the uniform edge clock drives the ticks, each
-            # drawing its link before the agents step (Sec. 2.2).
-            sim.call_at(0.0, lambda: self._tick(0.0))
-            uniform_edge_clock(sim.env, sim.network, gossip_rng, self._edge_tick, period=self.period,
-                               start=self.period)
 
     # ------------------------------------------------------------------ ticks
     def _tick(self, now: float) -> None:
@@ -314,16 +336,7 @@ class GossipUCB(Protocol):
             pulled = self._rows + arms
         if forced is not self._nobody:
             self.forced_pulls += int(np.count_nonzero(forced))
-        count = n.reshape(-1)[pulled]
-        count += 1.0
-        n.reshape(-1)[pulled] = count                                              # line 15
-        released = self.counter.release(pulled, t, rewards)                       # Alg. 3, X(1..t)
-        new_mean = self.initial.reshape(-1)[pulled]
-        new_mean += released
-        new_mean /= count                                                          # Eq. (2)
-        means = self.xbar.reshape(-1)
-        change = new_mean - means[pulled]                                          # X̃(t) - X̃(t-1)
-        means[pulled] = new_mean
+        change = update_means(n, self.initial, self.xbar, self.counter, pulled, t, rewards)   # lines 15-16
         if t > self.ticks // 2:
             self.late_pulls += len(active)
             self.late_best += int(np.count_nonzero(arms == self.best_arm))

@@ -6,6 +6,8 @@ confidence bounds Eq. (11) and (12), the max-count estimate Eq. (1), the consist
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -70,8 +72,9 @@ def propagate_max_counts(n: np.ndarray, ntilde: np.ndarray, heard: np.ndarray) -
 
 
 def neighbour_max(ntilde: np.ndarray, hood: np.ndarray) -> np.ndarray:
-    """max_{j in N_i ∪ {i}} ñ_{j,k}, for every agent i and arm k (instantaneous reads)."""
-    return ntilde[hood].max(axis=1)
+    """max_{j in N_i ∪ {i}} ñ_{j,k}, for every agent i and arm k (instantaneous reads); ``ntilde`` is
+    N x M, or B x N x M for B trials in lockstep."""
+    return ntilde[..., hood, :].max(axis=-2)
 
 
 def consistency_set(n: np.ndarray, ntilde: np.ndarray, num_agents: int) -> np.ndarray:
@@ -79,19 +82,41 @@ def consistency_set(n: np.ndarray, ntilde: np.ndarray, num_agents: int) -> np.nd
     return n < ntilde - num_agents
 
 
-def select_arms(theta: np.ndarray, bonus: np.ndarray, lagging: np.ndarray | None, rng: np.random.Generator,
-                *, forced: np.ndarray | None = None) -> np.ndarray:
+def select_arms(theta: np.ndarray, bonus: np.ndarray, lagging: np.ndarray | None,
+                rng: np.random.Generator | Callable[[np.ndarray], np.ndarray], *,
+                forced: np.ndarray | None = None) -> np.ndarray:
     """Lines 7-13: argmax_k theta + C if A_i is empty, else a uniform arm of A_i.
 
-    Draws M uniforms from ``rng`` for each agent with a non-empty A_i (in agent order) and
-    nothing otherwise. ``forced``: ``lagging.any(axis=1)`` if the caller has it already;
+    ``theta``, ``bonus``, ``lagging``: N x M (or B x N x M, B trials in lockstep). Draws M uniforms
+    for each agent with a non-empty A_i (in agent order) and nothing otherwise: from ``rng``, or
+    ``rng(rows)`` (the flat agent rows, B * N of them, of the forced agents, in order) gives them as a
+    len(rows) x M array. ``forced``: ``lagging.any(axis=-1)`` if the caller has it already;
     ``lagging = None``: every A_i is empty.
     """
-    arms = (theta + bonus).argmax(axis=1)
+    arms = (theta + bonus).argmax(axis=-1)
     if lagging is None:
         return arms
-    forced = (lagging.any(axis=1) if forced is None else forced).nonzero()[0]
+    m = theta.shape[-1]
+    forced = np.flatnonzero(lagging.any(axis=-1) if forced is None else forced)
     if len(forced):
-        u = rng.random((len(forced), theta.shape[1]))
-        arms[forced] = np.argmax(np.where(lagging[forced], u, -1.0), axis=1)
+        u = rng(forced) if callable(rng) else rng.random((len(forced), m))
+        arms.reshape(-1)[forced] = np.argmax(np.where(lagging.reshape(-1, m)[forced], u, -1.0), axis=1)
     return arms
+
+
+def update_means(n: np.ndarray, initial: np.ndarray, xbar: np.ndarray, counter: Any, pulled: np.ndarray, t: int,
+                 rewards: np.ndarray) -> np.ndarray:
+    """Lines 15-16 in place at the flat entries ``pulled`` (agent * M + arm, distinct; arrays N x M or
+    B x N x M): n += 1, the pulled reward joins the sum ``counter`` releases (Alg. 3, private for
+    Fed_UCB), X̃ = (X(0) + released sum of X(1..t)) / n (Eq. (2)); returns X̃(t) - X̃(t-1) there."""
+    count = n.reshape(-1)[pulled]
+    count += 1.0
+    n.reshape(-1)[pulled] = count                                          # line 15
+    released = counter.release(pulled, t, rewards, distinct=True)         # Alg. 3, X(1..t)
+    new_mean = initial.reshape(-1)[pulled]
+    new_mean += released
+    new_mean /= count                                                      # Eq. (2)
+    means = xbar.reshape(-1)
+    change = new_mean - means[pulled]                                      # X̃(t) - X̃(t-1)
+    means[pulled] = new_mean
+    return change
