@@ -103,7 +103,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netsim.comm.heard import DENSE_PAIRS, HEADER, Receiving, take
+from netsim.comm.heard import HEADER, Receiving, take
 from netsim.comm.hops import _product, arrival_order, balls, rings
 from netsim.engine.errors import ProtocolError
 from netsim.engine.held import stable_order
@@ -227,13 +227,10 @@ class Flooding(Receiving):
         self._ball_ptr, self._ball_origin = balls(self.network.agent_ptr, self.network.agent_dst, self.gamma)
         pairs = len(self._ball_origin)
         self._pair_key = np.repeat(np.arange(m, dtype=np.int64), np.diff(self._ball_ptr)) * m + self._ball_origin
-        # the pair of (receiver, origin) from a dense M x M table where that is small enough, else by search
-        self._pair_of = None
-        if m * m <= DENSE_PAIRS:
-            self._pair_of = np.full(m * m, -1, dtype=np.int32)
-            self._pair_of[self._pair_key] = np.arange(pairs)
         self._high = np.full(pairs, -1, dtype=np.int64)   # anti-replay window: newest seq per pair
         self._mask = np.zeros(pairs, dtype=np.uint64)      # bit j: seq (high - j) seen
+        self._where = np.full(m, -1, dtype=np.int64)       # scratch of the compiled loop: a receiver's pair by origin
+        self._buffer = self._none = np.zeros(0, dtype=np.int64)  # scratch of the batches (Receiving._scratch)
         if self.keep_latest:
             self._latest_state(pairs)
 
