@@ -52,8 +52,9 @@ Duplicates
     Memory is linear in the pairs that can talk: a record travels at most gamma hops, so only
     the pairs (receiver, origin) at distance <= gamma have a window (the gamma-ball of every
     agent, computed once with sparse products of the adjacency matrix, stored as a CSR
-    array). A batch of n record copies is checked in O(n log n) (one sort), at any M, as array
-    work without a Python object per message or record (:mod:`netsim.comm.heard`).
+    array). The copies of a batch are checked one at a time in delivery order (receiver by
+    receiver: every rule is per receiver) by a compiled loop, O(1) each, at any M, without a
+    Python object per message or record (:mod:`netsim.comm.heard`, :mod:`netsim.comm.kernels`).
 
 Synchronous hops (paper mode)
     With ``synchronous=True`` and a paper-mode run (every agent link delays exactly one clock
