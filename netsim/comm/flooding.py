@@ -250,7 +250,7 @@ class Flooding(Receiving):
         """(M, M) newest ``seq`` received by m from m' (-1: none); a dense copy."""
         if self._mode == "sync":
             return self._sync.dense("seq", -1)
-        return self._dense(self._latest_seq if self._mode else "seq", -1)
+        return self._dense(self._high if self._mode else "seq", -1)  # the newest seq a window saw
 
     @property
     def latest_created(self) -> np.ndarray:
@@ -324,10 +324,10 @@ class Flooding(Receiving):
         """``agents`` lost their state (crash with ``state = "lost"``): see "Crashes and restarts" above."""
         for a in np.asarray(agents, dtype=np.int64).tolist():
             lo, hi = self._ball_ptr[a], self._ball_ptr[a + 1]
-            self._high[lo:hi] = -1
-            self._mask[lo:hi] = 0
             if self.keep_latest:
                 self._forget_latest(a, lo, hi)
+            self._high[lo:hi] = -1
+            self._mask[lo:hi] = 0
             self._seq[a] = (self._seq[a] // INCARNATION + 1) * INCARNATION
         if len(self._outbox_from):  # what they had queued for forwarding is gone too
             gone = np.asarray(agents, dtype=np.int64)

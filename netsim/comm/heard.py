@@ -157,7 +157,7 @@ class Receiving:
         origin, seq, life = (np.ascontiguousarray(base[name]) for name in ("origin", "seq", "life"))
         kept, moved, changed = kernels.receive(
             dst, start, sizes, arrival, origin, seq, life, self._ball_ptr, self._ball_origin, self._high, self._mask,
-            self._latest_seq if latest else self._none, self._winner if latest else self._none, self._where,
+            self._winner if latest else self._none, self._where,
             heard_dst, heard_row, moved_dst, moved_row, *change)
         if kept < 0:
             raise ProtocolError(f"flooding {self.kind!r}: a record reached node {int(dst[-1 - kept])} from beyond "
@@ -189,7 +189,6 @@ class Receiving:
         self._table = np.zeros(pairs, dtype=self.dtype)
         self._table["seq"] = -1
         self._table["created"] = np.nan
-        self._latest_seq = np.full(pairs, -1, dtype=np.int64)  # the table's seq column, contiguous (checked often)
         self._winner = np.full(pairs, -1, dtype=np.int64)      # scratch of the compiled loop: a batch's newest row
         fields = self._value_dtype.fields
         self._sum_columns: dict[str, slice] = {}
@@ -273,12 +272,11 @@ class Receiving:
 
     def _forget_latest(self, agent: int, lo: int, hi: int) -> None:
         """Empty the latest table of ``agent`` (its pairs ``lo:hi``) and its sums."""
-        had = np.flatnonzero(self._latest_seq[lo:hi] >= 0) + lo
+        had = np.flatnonzero(self._high[lo:hi] >= 0) + lo  # the table's seq is its window's newest
         previous = take(self._table, had) if self.on_latest is not None and len(had) else None
         self._table[lo:hi] = np.zeros(1, dtype=self.dtype)
         self._table["seq"][lo:hi] = -1
         self._table["created"][lo:hi] = np.nan
-        self._latest_seq[lo:hi] = -1
         self._terms[:, lo:hi] = 0
         for total in self.sums.values():
             total[agent] = 0  # every term of its sums is gone

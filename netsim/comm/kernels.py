@@ -25,7 +25,7 @@ _ONE = np.uint64(1)
 
 @njit(cache=True)
 def receive(dst, start, size, arrival, origin, seq, life, ball_ptr, ball_origin, high, mask,  # noqa: PLR0913
-            latest_seq, winner, where, heard_dst, heard_row, moved_dst, moved_row, change_dst, change_pair,
+            winner, where, heard_dst, heard_row, moved_dst, moved_row, change_dst, change_pair,
             change_row):  # pragma: no cover (compiled)
     """Take the copies of a batch, receiver by receiver, each receiver's in delivery order.
 
@@ -38,15 +38,16 @@ def receive(dst, start, size, arrival, origin, seq, life, ball_ptr, ball_origin,
     window accepts its seq (as
     :meth:`netsim.comm.sequencing.ReplayWindow.accept`: newer than the newest seen, or at most 63
     behind it and not seen). For each fresh copy: ``heard_dst/heard_row[arrival]`` (when ``heard_row``
-    has one entry per copy), ``moved_*`` (when ``life >= 1``, in this order) and, when ``latest_seq`` has
-    one entry per pair and the seq is above it, the pair's winner (its row); after each receiver, its
-    pairs with a winner go to ``change_*`` in pair order.
+    has one entry per copy), ``moved_*`` (when ``life >= 1``, in this order) and, when ``winner`` has one
+    entry per pair (-1) and the seq is the newest seen (above the window's, hence above the latest-table
+    entry's: that entry is the newest fresh record, ``high`` its seq), the pair's winner (its row);
+    after each receiver, its pairs with a winner go to ``change_*`` in pair order.
 
     Returns ``(fresh copies, moved, changes)``; fresh copies is ``-1 - i`` when message ``i`` carries a
     record from beyond the receiver's ball (nothing after it is handled).
     """
     report = len(heard_row) > 0
-    latest = len(latest_seq) > 0
+    latest = len(winner) > 0
     kept = 0
     moved = 0
     changes = 0
@@ -79,6 +80,8 @@ def receive(dst, start, size, arrival, origin, seq, life, ball_ptr, ball_origin,
                     else:
                         mask[a] = _ONE
                     high[a] = s
+                    if latest:
+                        winner[a] = r  # the first copy of the newest seq
                 else:
                     back = np.uint64(h - s)
                     if h - s >= WINDOW or (mask[a] >> back) & _ONE:
@@ -92,9 +95,6 @@ def receive(dst, start, size, arrival, origin, seq, life, ball_ptr, ball_origin,
                     moved_dst[moved] = d
                     moved_row[moved] = r
                     moved += 1
-                if latest and s > latest_seq[a]:
-                    latest_seq[a] = s
-                    winner[a] = r
         if latest:
             for p in range(lo, hi):
                 if winner[p] >= 0:
