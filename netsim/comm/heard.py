@@ -101,8 +101,8 @@ def _messages(items: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
 def _kernels():
     """The compiled loops (:mod:`netsim.comm.kernels`), imported on first use: only the message path (realistic
     mode) loads numba."""
-    from netsim.comm import kernels
-    return kernels
+    import netsim.comm.kernels
+    return netsim.comm.kernels
 
 
 class Receiving:
