@@ -97,9 +97,9 @@ exponential delays took 18-100x the paper-mode CPU of the same trial. Now:
    the sums, which stay `np.add.reduceat` calls (bit-identical tables). As numpy array passes (one
    packed-key sort per block of 32,768 copies, about 25 passes per copy) the M = 10,000 case took
    117 CPU s and 2.31 GB in a paired run on a loaded machine (load average ~9 on 2 cores), compiled
-   73.5 CPU s and 2.04 GB in the same pairing (141-152 CPU s in earlier quiet runs). Tested against a plain model, one
-   copy at a time through `ReplayWindow` (`tests/test_flooding_batch.py`); why numba, and what its
-   compile costs: `docs/engine.md`, "Compiled loops".
+   73.5 CPU s and 2.04 GB in the same pairing (68.7 CPU s alone, load ~6). Tested against a plain
+   model, one copy at a time through `ReplayWindow` (`tests/test_flooding_batch.py`); why numba, and
+   what its compile costs: `docs/engine.md`, "Compiled loops".
 3. `netsim/engine/delivery.py`: an entry carries its `Message` fields contiguously (`entry[2:9]`), so a
    delivery builds its `Message` from one slice; a message alone at its instant goes to its batch
    reader inside the stretch (gossip-ucb realistic: 28 -> 16 CPU s on a 1,000-agent ring); the
