@@ -6,8 +6,10 @@ overrides listed), same seed, same trial; the figure is the ratio of their CPU s
 over the repeats). A profile of one realistic trial (cProfile) gives the share of its time spent
 in the engine's delivery modules (``netsim/engine/network.py``, ``delivery.py``, ``held.py``,
 ``messages.py``, ``metrics.py``), the part of the cost that is the engine's rather than the
-protocol's. The 10,000-agent case runs as two whole ``netsim run`` processes (child processes:
-their own CPU seconds and peak memory).
+protocol's. The 10,000-agent case runs as whole ``netsim run`` processes (child processes: their
+own CPU seconds and peak memory): paper mode, realistic mode with numba's cache of the compiled
+flooding loops in place (written by the cases above), and realistic mode with an empty cache
+(``NUMBA_CACHE_DIR`` a fresh folder: the compile counted, as a first run after install pays it).
 
 Run: ``python -m benchmarks.realistic [--quick]`` (prints JSON)
 """
@@ -16,9 +18,11 @@ from __future__ import annotations
 
 import cProfile
 import json
+import os
 import pstats
 import statistics
 import sys
+import tempfile
 import time
 
 from benchmarks import process
@@ -84,11 +88,20 @@ def measure(quick: bool = False, repeats: int = 3) -> dict:
     big = {}
     name, realistic = BIG
     overrides = (["network.agents=1000", "network.p=0.02002"] + QUICK) if quick else []
-    for mode, extra in (("paper", []), ("realistic", realistic)):
-        try:
-            big[mode] = process.run(name, overrides + extra, cpu_limit=CAP_CPU_S)
-        except RuntimeError as exc:
-            big[mode] = {"error": str(exc)}
+    for mode, extra in (("paper", []), ("realistic", realistic), ("realistic, empty compile cache", realistic)):
+        with tempfile.TemporaryDirectory() as cache:
+            before = os.environ.get("NUMBA_CACHE_DIR")
+            if mode.endswith("cache"):
+                os.environ["NUMBA_CACHE_DIR"] = cache  # the child compiles afresh
+            try:
+                big[mode] = process.run(name, overrides + extra, cpu_limit=CAP_CPU_S)
+            except RuntimeError as exc:
+                big[mode] = {"error": str(exc)}
+            finally:
+                if before is None:
+                    os.environ.pop("NUMBA_CACHE_DIR", None)
+                else:
+                    os.environ["NUMBA_CACHE_DIR"] = before
     return {"cases": cases, "big": {"scenario": name, "overrides": overrides, "realistic": realistic, **big}}
 
 

@@ -12,6 +12,7 @@ from netsim.comm.flooding import Flooding, record_dtype
 from netsim.engine import scenario as S
 from netsim.engine.distributions import parse_distribution
 from netsim.engine.errors import ProtocolError
+from netsim.engine.messages import Message
 from netsim.engine.sim import Simulation
 from netsim.engine.streams import trial_sequence
 
@@ -182,17 +183,19 @@ def test_on_receipt_relay_forwards_immediately():
 def test_stale_records_beyond_the_window_are_dropped():
     sim = make_sim(topology="path", agents=2)
     flood = Flooding(sim, "flood", 1, VALUES)
-    dst = np.array([1])
-    new = flood.records([0], {"x": [0.0]})
-    new["seq"] = 100
-    assert len(flood._fresh(dst, new)) == 1
-    old = new.copy()
-    old["seq"] = 100 - 64
-    assert len(flood._fresh(dst, old)) == 0   # 64 behind the newest: stale
-    old["seq"] = 100 - 63
-    assert len(flood._fresh(dst, old)) == 1   # inside the window, unseen
-    assert len(flood._fresh(dst, old)) == 0   # now seen
-    assert len(flood._fresh(dst, new)) == 0
+
+    def fresh(seq):  # one copy of 0's record with this seq delivered to 1: taken as new?
+        rec = flood.records([0], {"x": [0.0]})
+        rec["seq"] = seq
+        before = flood.duplicates
+        flood._process([Message("flood", 0, 1, rec, 0.0, 0.0, 1)])
+        return flood.duplicates == before
+
+    assert fresh(100)
+    assert not fresh(100 - 64)   # 64 behind the newest: stale
+    assert fresh(100 - 63)       # inside the window, unseen
+    assert not fresh(100 - 63)   # now seen
+    assert not fresh(100)
 
 
 def test_corruptor_same_copy_for_all_links_and_counted():

@@ -52,8 +52,9 @@ Duplicates
     Memory is linear in the pairs that can talk: a record travels at most gamma hops, so only
     the pairs (receiver, origin) at distance <= gamma have a window (the gamma-ball of every
     agent, computed once with sparse products of the adjacency matrix, stored as a CSR
-    array). A batch of n record copies is checked in O(n log n) (one sort), at any M, as array
-    work without a Python object per message or record (:mod:`netsim.comm.heard`).
+    array). The copies of a batch are checked one at a time in delivery order (receiver by
+    receiver: every rule is per receiver) by a compiled loop, O(1) each, at any M, without a
+    Python object per message or record (:mod:`netsim.comm.heard`, :mod:`netsim.comm.kernels`).
 
 Synchronous hops (paper mode)
     With ``synchronous=True`` and a paper-mode run (every agent link delays exactly one clock
@@ -103,7 +104,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netsim.comm.heard import DENSE_PAIRS, HEADER, Receiving, take
+from netsim.comm.heard import HEADER, Receiving, take
 from netsim.comm.hops import _product, arrival_order, balls, rings
 from netsim.engine.errors import ProtocolError
 from netsim.engine.held import stable_order
@@ -227,13 +228,10 @@ class Flooding(Receiving):
         self._ball_ptr, self._ball_origin = balls(self.network.agent_ptr, self.network.agent_dst, self.gamma)
         pairs = len(self._ball_origin)
         self._pair_key = np.repeat(np.arange(m, dtype=np.int64), np.diff(self._ball_ptr)) * m + self._ball_origin
-        # the pair of (receiver, origin) from a dense M x M table where that is small enough, else by search
-        self._pair_of = None
-        if m * m <= DENSE_PAIRS:
-            self._pair_of = np.full(m * m, -1, dtype=np.int32)
-            self._pair_of[self._pair_key] = np.arange(pairs)
         self._high = np.full(pairs, -1, dtype=np.int64)   # anti-replay window: newest seq per pair
         self._mask = np.zeros(pairs, dtype=np.uint64)      # bit j: seq (high - j) seen
+        self._where = np.full(m, -1, dtype=np.int64)       # scratch of the compiled loop: a receiver's pair by origin
+        self._buffer = self._none = np.zeros(0, dtype=np.int64)  # scratch of the batches (Receiving._scratch)
         if self.keep_latest:
             self._latest_state(pairs)
 
@@ -252,7 +250,7 @@ class Flooding(Receiving):
         """(M, M) newest ``seq`` received by m from m' (-1: none); a dense copy."""
         if self._mode == "sync":
             return self._sync.dense("seq", -1)
-        return self._dense(self._latest_seq if self._mode else "seq", -1)
+        return self._dense(self._high if self._mode else "seq", -1)  # the newest seq a window saw
 
     @property
     def latest_created(self) -> np.ndarray:
@@ -326,10 +324,10 @@ class Flooding(Receiving):
         """``agents`` lost their state (crash with ``state = "lost"``): see "Crashes and restarts" above."""
         for a in np.asarray(agents, dtype=np.int64).tolist():
             lo, hi = self._ball_ptr[a], self._ball_ptr[a + 1]
-            self._high[lo:hi] = -1
-            self._mask[lo:hi] = 0
             if self.keep_latest:
                 self._forget_latest(a, lo, hi)
+            self._high[lo:hi] = -1
+            self._mask[lo:hi] = 0
             self._seq[a] = (self._seq[a] // INCARNATION + 1) * INCARNATION
         if len(self._outbox_from):  # what they had queued for forwarding is gone too
             gone = np.asarray(agents, dtype=np.int64)

@@ -7,22 +7,24 @@ reader collects at a tick, or what a record reader gets at an instant) is handle
 1. its messages as arrays (receiver, first row, row end, due time) over the rows they carry, joined
    once as raw rows, put in delivery order (a stable sort by due time), then grouped by receiver
    (delivery order kept within each);
-2. the record copies, receiver by receiver in blocks of about :data:`BLOCK` copies (whole receivers,
-   so that a block's arrays stay in the processor's cache; every rule below is per receiver): each
-   copy's pair (receiver, origin) looked up, the copies sorted once as packed 64-bit keys (pair, seq,
-   arrival) (a lexsort where they do not fit); the first copy of each (pair, seq) leads, the others
-   are duplicates; a pair's copies are taken in increasing seq, each checked against its anti-replay
-   window (the newest seq and a 64-bit mask) as it was before the batch, and the window advances
-   with one OR per pair;
-3. the newest copy of each pair, where fresh and newer than the latest-table entry, replaces it (the
-   table holds the record as received, one raw row per pair: one gather and one scatter per change);
-   the terms of the running sums are stored column-wise (one row per element and one column per pair)
-   and the sums updated by differences when few entries change, else summed afresh over the table
-   (in steady state every origin publishes once per tick and every pair changes);
-4. what is reported (``on_receive``) and forwarded is put back in delivery order.
+2. the record copies one at a time, receiver by receiver, by a compiled loop
+   (:func:`netsim.comm.kernels.receive`): a copy back at its origin is dropped; else its pair
+   (receiver, origin) is found by bisection in the receiver's gamma-ball (sorted origins) and its
+   seq checked against the pair's anti-replay window (the newest seq and a 64-bit mask, as
+   :class:`netsim.comm.sequencing.ReplayWindow`); a fresh copy is queued for forwarding if it has
+   life left, reported if asked, and, where its seq is above the latest-table entry's, becomes the
+   pair's candidate;
+3. each pair's candidate (the first copy of the highest fresh seq) replaces the latest-table entry:
+   the table holds the record as received, one raw row per pair, and the terms of the running sums
+   column-wise (one row per element and one column per pair); the sums are updated by differences
+   when few entries change, else summed afresh over the table (in steady state every origin
+   publishes once per tick and every pair changes), both with ``np.add.reduceat``;
+4. what is reported (``on_receive``) is put back in delivery order; what is forwarded is queued
+   receiver by receiver (delivery order within each), the order a flush sends it in.
 
-The pair of (receiver, origin) comes from a dense M x M table (int32) up to :data:`DENSE_PAIRS`
-entries, else from a search in the sorted pair keys of the block's receivers.
+Every rule is per receiver, so taking the receivers one after another is the delivery order as far
+as any rule can tell, and a receiver's arrays (its ball, windows, latest entries: a few kB) stay in
+the processor's cache while its copies are handled.
 """
 
 from __future__ import annotations
@@ -35,12 +37,6 @@ from netsim.engine.errors import ProtocolError
 from netsim.engine.held import stable_order
 
 HEADER = [("origin", "i4"), ("seq", "i8"), ("created", "f8"), ("life", "i4")]  # a record's first columns
-HEAD = np.dtype(HEADER)
-WINDOW = 64
-DENSE_PAIRS = 1 << 27  # a dense M x M pair table (int32) up to M = 11585 (512 MiB); a search beyond
-_ONE = np.uint64(1)
-_LAST = np.iinfo(np.int64).max  # a sort key past every other
-BLOCK = 1 << 15  # record copies handled together (whole receivers): their arrays stay in the processor's cache
 
 
 def take(records: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -102,30 +98,18 @@ def _messages(items: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
             np.concatenate(dues).astype(float, copy=False), base)
 
 
-def _in_delivery_order(parts: list[tuple[np.ndarray, ...]], base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(receivers, records) of the copies ``parts`` (delivery indices, receivers, rows of ``base``), in delivery
-    order."""
-    at, to, row = (np.concatenate(column) for column in zip(*parts, strict=True))
-    order = np.argsort(at)  # the indices are distinct
-    return to[order], take(base, row[order])
-
-
-def _blocks(dst: np.ndarray, sizes: np.ndarray, total: int) -> list[tuple[int, int]]:
-    """Message ranges ``(a, b)`` of about :data:`BLOCK` copies each, whole receivers (``dst`` grouped)."""
-    first = np.flatnonzero(np.append(True, dst[1:] != dst[:-1]))   # each receiver's first message
-    before = (np.cumsum(sizes) - sizes)[first]                     # copies before it
-    cut = np.unique(np.searchsorted(before, np.arange(0, total, BLOCK)))
-    edges = np.append(first[cut[cut < len(first)]], len(dst)).tolist()
-    if edges[0] != 0:
-        edges.insert(0, 0)
-    return list(zip(edges[:-1], edges[1:], strict=True))
+def _kernels():
+    """The compiled loops (:mod:`netsim.comm.kernels`), imported on first use: only the message path (realistic
+    mode) loads numba."""
+    import netsim.comm.kernels
+    return netsim.comm.kernels
 
 
 class Receiving:
     """The batch path of :class:`~netsim.comm.flooding.Flooding` (which sets the state it uses)."""
 
-    _pair_of: np.ndarray | None
-    _pair_key: np.ndarray
+    _ball_ptr: np.ndarray
+    _ball_origin: np.ndarray
     _high: np.ndarray
     _mask: np.ndarray
     _table: np.ndarray
@@ -143,11 +127,11 @@ class Receiving:
         joined once and each message becomes a range of row indices (joining raw bytes is ~50x
         faster than np.concatenate on structured arrays); no Python object per message.
 
-        The record copies are then handled receiver by receiver, in blocks of about :data:`BLOCK`
-        copies (whole receivers): the messages are grouped by receiver (delivery order kept within
-        each), and a block's per-copy arrays stay in the processor's cache. Every rule is per
-        receiver (duplicates, windows, latest table), so the blocks are independent; what is
-        forwarded or reported is put back in delivery order.
+        The messages are then grouped by receiver (delivery order kept within each) and their copies
+        taken one at a time by the compiled loop :func:`netsim.comm.kernels.receive`: every rule is per
+        receiver (duplicates, windows, latest table), so this is the delivery order as far as any rule
+        can tell. What is reported (``on_receive``) is put back in delivery order; what is forwarded is
+        queued receiver by receiver, the order a flush sends it in.
         """
         dst, start, stop, due, base = _messages(items)
         if len(due) > 1 and np.any(due[1:] < due[:-1]):
@@ -162,137 +146,42 @@ class Receiving:
         if len(dst) > 1 and np.any(dst[1:] < dst[:-1]):
             order = stable_order(dst)               # by receiver, delivery order within each
             dst, start, sizes, arrival = dst[order], start[order], sizes[order], arrival[order]
-        # per payload row, contiguous (the copies gather from these)
-        origin, seq, alive = base["origin"].astype(np.int64), base["seq"].copy(), base["life"] >= 1
-        ptr = self._ball_ptr
-        kept = 0
-        heard, moved, winners = [], [], []   # per block: fresh copies (for on_receive), alive ones, latest updates
-        for a, b in _blocks(dst, sizes, total):
-            size = sizes[a:b]
-            ends = np.cumsum(size)
-            n = int(ends[-1])
-            if not n:
-                continue
-            row = np.repeat(start[a:b] - (ends - size), size)
-            row += np.arange(n)                     # row of base for every copy
-            to = np.repeat(dst[a:b], size)
-            fresh, newest, pair, s = self._fresh_keys(to, origin[row], seq[row], (ptr[dst[a]], ptr[dst[b - 1] + 1]))
-            if not len(fresh):
-                continue
-            kept += len(fresh)
-            if self.keep_latest:
-                newer = np.flatnonzero(s > self._latest_seq[pair])  # older (reordered) records never overwrite
-                winners.append((to[newest[newer]], pair[newer], row[newest[newer]]))
-            first = arrival[a:b] - ends + size      # delivery index of each message's first copy, less its block index
-            for out, picked in ((heard, fresh),) * (self.on_receive is not None) + ((moved, fresh[alive[row[fresh]]]),):
-                out.append((first[np.searchsorted(ends, picked, side="right")] + picked, to[picked], row[picked]))
+        kernels = _kernels()
+        report = self.on_receive is not None
+        latest = self.keep_latest
+        moved_dst, moved_row, *rest = self._scratch(total, 2 + 2 * report + 3 * latest)
+        heard_dst, heard_row = rest[:2] if report else (self._none,) * 2
+        change = rest[2 * report:] if latest else [self._none] * 3
+        heard_row.fill(-1)
+        # the header columns the loop reads, contiguous (a record row is ~100 bytes; these are 16)
+        origin, seq, life = (np.ascontiguousarray(base[name]) for name in ("origin", "seq", "life"))
+        kept, moved, changed = kernels.receive(
+            dst, start, sizes, arrival, origin, seq, life, self._ball_ptr, self._ball_origin, self._high, self._mask,
+            self._winner if latest else self._none, self._where,
+            heard_dst, heard_row, moved_dst, moved_row, *change)
+        if kept < 0:
+            raise ProtocolError(f"flooding {self.kind!r}: a record reached node {int(dst[-1 - kept])} from beyond "
+                                f"gamma = {self.gamma} hops")
         self.duplicates += total - kept
         if not kept:
             return
-        if self.keep_latest:
-            self._update_latest(winners, base)
-        if self.on_receive is not None:
-            self.on_receive(*_in_delivery_order(heard, base))
-        to, records = _in_delivery_order(moved, base)
-        if len(to):
-            self._queue(to, records)
+        forward = (moved_dst[:moved].copy(), take(base, moved_row[:moved]))  # out of the scratch before any callback
+        if changed:
+            self._update_latest(*(part[:changed] for part in change), base)
+        if report:
+            heard = np.flatnonzero(heard_row >= 0)
+            self.on_receive(heard_dst[heard], take(base, heard_row[heard]))
+        if moved:
+            self._queue(*forward)
             if self.relay == "on_receipt":
                 self.flush()
 
-    def _fresh(self, dst: np.ndarray, records: np.ndarray) -> np.ndarray:
-        """Indices (in arrival order) of the records not seen before by their receiver; updates the window."""
-        return self._fresh_keys(np.asarray(dst, dtype=np.int64), records["origin"].astype(np.int64),
-                                records["seq"].astype(np.int64))[0]
-
-    def _fresh_keys(self, dst: np.ndarray, origin: np.ndarray, seq: np.ndarray,
-                    span: tuple[int, int] | None = None) -> tuple[np.ndarray, ...]:
-        """The first copies, among records delivered in this order, never seen before by their receiver.
-
-        Returns their indices (in no particular order), then, for each (receiver, origin) pair whose newest
-        copy here is among them, that copy's index, the pair's index in the gamma-ball arrays and its seq,
-        in pair order; updates the anti-replay windows. The copies are sorted by (pair, seq, arrival) with
-        one sort of packed 64-bit keys where they fit (a lexsort otherwise), and each pair's are taken in
-        increasing seq, each checked against the window as it was before the batch (the first copy of a
-        seq leads); ``span``: the range of pairs they can belong to.
-        """
-        own = origin == dst                             # a record never comes back to its origin: such
-        n = len(dst)                                    # copies sort last and are cut off
-        kept = n - int(np.count_nonzero(own))
-        if not kept:
-            return (np.zeros(0, np.int64),) * 4
-        pair = self._pairs(dst * self.num_agents + origin, span)
-        p0, s0 = int(pair.min()), int(seq.min())
-        pair_bits, seq_bits, index_bits = (int(pair.max()) - p0).bit_length(), (int(seq.max()) - s0).bit_length(), \
-            n.bit_length()
-        if pair_bits + seq_bits + index_bits <= 62:
-            packed = pair - p0
-            packed <<= seq_bits + index_bits
-            packed |= (seq - s0) << index_bits
-            packed |= np.arange(n)
-            packed[own] = _LAST
-            packed.sort()
-            packed = packed[:kept]
-            first = packed & ((1 << index_bits) - 1)
-            packed >>= index_bits                       # (pair, seq) as one number
-            lead = packed[1:] != packed[:-1]            # the first copy of each (pair, seq) leads, the
-            if not lead.all():                          # other copies are duplicates
-                lead = np.flatnonzero(np.append(True, lead))
-                packed, first = packed[lead], first[lead]
-            p, seq = packed >> seq_bits, (packed & ((1 << seq_bits) - 1)) + s0
-            p += p0
-        else:
-            pair[own] = _LAST
-            first = np.lexsort((np.arange(n), seq, pair))[:kept]
-            p, seq = pair[first], seq[first]
-            lead = (p[1:] != p[:-1]) | (seq[1:] != seq[:-1])
-            if not lead.all():
-                lead = np.flatnonzero(np.append(True, lead))
-                p, seq, first = p[lead], seq[lead], first[lead]
-        change = np.append(p[1:] != p[:-1], True)
-        ends = np.flatnonzero(change) + 1               # one run per pair
-        runs = np.append(0, ends[:-1])
-        high, mask = self._high[p], self._mask[p]
-        offset = high - seq                             # >= 0: at or below the pair's newest seq so far
-        behind = np.flatnonzero(offset >= 0)
-        if len(behind):
-            back = offset[behind]
-            seen = (back >= WINDOW) | ((mask[behind] >> np.minimum(back, WINDOW - 1).astype(np.uint64)) & _ONE == _ONE)
-            behind = behind[seen]
-        # advance each pair's window to its newest seq in this batch (p sorted, seq sorted within p) and set
-        # the bits of the fresh seqs (one OR per pair); a uint64 shifted left by 64 or more is 0 in numpy
-        last = ends - 1
-        up, old = p[last], high[last]
-        new = np.maximum(old, seq[last])
-        mask = mask[last] << (new - old).view(np.uint64)
-        self._high[up] = new
-        bits = _ONE << (np.repeat(new, ends - runs) - seq if len(up) < len(p) else new - seq).view(np.uint64)
-        if len(behind):
-            bits[behind] = 0
-        if len(up) < len(p):  # the OR of a run's bits (distinct powers of two) is their sum: a difference of
-            bits = np.cumsum(bits)  # running sums, exact modulo 2**64
-            bits = bits[last] - np.append(np.uint64(0), bits[last[:-1]])
-        mask |= bits
-        self._mask[up] = mask
-        if not len(behind):
-            return first, first[last], up, seq[last]
-        fresh = np.ones(len(p), dtype=bool)
-        fresh[behind] = False
-        top = fresh[last]  # a pair whose newest copy here was seen before has nothing above its newest seq
-        return first[fresh], first[last[top]], up[top], seq[last[top]]
-
-    def _pairs(self, key: np.ndarray, span: tuple[int, int] | None = None) -> np.ndarray:
-        """Index in the gamma-ball arrays of the pairs ``key = receiver * M + origin`` (every pair that can talk
-        has one; ``span``: the range of pairs to search)."""
-        if self._pair_of is not None:
-            pair = self._pair_of[key]
-            if len(pair) and pair.min() < 0:
-                raise ProtocolError(f"flooding {self.kind!r}: a record reached a node beyond gamma = {self.gamma} hops")
-            return pair.astype(np.int64)
-        lo, hi = span or (0, len(self._pair_key))
-        pair = np.searchsorted(self._pair_key[lo:hi], key) + lo
-        if len(pair) and (pair.max() >= hi or np.any(self._pair_key[pair] != key)):
-            raise ProtocolError(f"flooding {self.kind!r}: a record reached a node beyond gamma = {self.gamma} hops")
-        return pair
+    def _scratch(self, size: int, count: int) -> list[np.ndarray]:
+        """``count`` int64 arrays of ``size`` entries: views of one buffer kept between batches (a fresh one
+        each batch would cost its page faults again)."""
+        if self._buffer.size < size * count:
+            self._buffer = np.empty(size * count, dtype=np.int64)
+        return [self._buffer[i * size:(i + 1) * size] for i in range(count)]
 
     def _latest_state(self, pairs: int) -> None:
         """The latest table: one row per pair of the gamma-balls, the newest record as received (seq -1 and
@@ -300,7 +189,7 @@ class Receiving:
         self._table = np.zeros(pairs, dtype=self.dtype)
         self._table["seq"] = -1
         self._table["created"] = np.nan
-        self._latest_seq = np.full(pairs, -1, dtype=np.int64)  # the table's seq column, contiguous (checked often)
+        self._winner = np.full(pairs, -1, dtype=np.int64)      # scratch of the compiled loop: a batch's newest row
         fields = self._value_dtype.fields
         self._sum_columns: dict[str, slice] = {}
         width = 0
@@ -310,55 +199,66 @@ class Receiving:
             width += size
         self._terms = np.zeros((width, pairs))  # column-major: the sums run along contiguous rows
         self._receivers = np.flatnonzero(np.diff(self._ball_ptr))  # receivers with a non-empty ball
+        # where the compiled loop reads each term's factors: float columns of a record row (seen as float64
+        # where the summed columns allow it, else copied side by side: Receiving._floats)
+        summed = list(dict.fromkeys(column for spec in self.sum_spec.values() for column in spec))
+        self._direct = self.dtype.itemsize % 8 == 0 and all(
+            fields[column][0].base == np.float64 and self.dtype.fields[column][1] % 8 == 0 for column in summed)
+        at, self._float_columns = 0, {}
+        for column in summed:
+            self._float_columns[column] = self.dtype.fields[column][1] // 8 if self._direct else at
+            at += int(np.prod(fields[column][0].shape, dtype=np.int64))
+        self._float_width = at
+        spec = np.full((width, 2), -1, dtype=np.int64)
+        for name, columns in self.sum_spec.items():
+            for e in range(self._sum_columns[name].start, self._sum_columns[name].stop):
+                for i, column in enumerate(columns):
+                    one = int(np.prod(fields[column][0].shape, dtype=np.int64)) == 1  # broadcasts in a product
+                    spec[e, i] = self._float_columns[column] + (0 if one else e - self._sum_columns[name].start)
+        self._term_spec = spec
 
-    def _update_latest(self, blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]], base: np.ndarray) -> None:
+    def _update_latest(self, dst: np.ndarray, pair: np.ndarray, rows: np.ndarray, base: np.ndarray) -> None:
         """Put the newest fresh record of each pair in the latest table (``base[rows]``), where newer.
 
-        ``blocks``: (receivers, pairs, rows) of such records, block by block of whole receivers, in
-        pair order. The records are gathered and scattered as raw rows; the sums are updated by
-        differences (receiver by receiver) when few entries change, else summed afresh over the whole
-        table (in steady state every origin publishes once per tick and every pair changes).
+        ``dst, pair, rows``: the receivers, pairs and rows of such records, receiver by receiver in pair
+        order. The records replace the table's rows as raw bytes and their terms the pairs' terms
+        (:func:`netsim.comm.kernels.replace`); the sums are updated by differences (receiver by
+        receiver) when few entries change, else summed afresh over the whole table (in steady state
+        every origin publishes once per tick and every pair changes).
         """
-        changed = sum(len(block[1]) for block in blocks)
-        if not changed:
-            return
-        few = changed * 4 < len(self._ball_origin)
-        raw = np.dtype((np.void, self.dtype.itemsize))
-        table = self._table.view(raw)
-        told = []  # for on_latest: (receivers, pairs, previous, records) per block
-        for dst, pair, rows in blocks:
-            if not len(pair):
-                continue
-            records = take(base, rows)
-            if self.on_latest is not None:
-                told.append((dst, pair, take(self._table, pair), records))
-            if few and self.sum_spec:
-                old = np.take(self._terms, pair, axis=1)
-            table[pair] = records.view(raw)
-            self._latest_seq[pair] = records["seq"]
-            if not self.sum_spec:
-                continue
-            terms = self._terms_of(records)
-            for row, values in zip(self._terms, terms, strict=True):  # one flat scatter per row (faster)
-                row[pair] = values
+        few = len(pair) * 4 < len(self._ball_origin)
+        told = None
+        if self.on_latest is not None:
+            told = (dst.copy(), self._ball_origin[pair], take(self._table, pair), take(base, rows))
+        diffs = np.empty((len(self._terms), len(pair) if few and self.sum_spec else 0))
+        size = self.dtype.itemsize
+        _kernels().replace(pair, rows, base.view(np.uint8).reshape(len(base), size),
+                           self._table.view(np.uint8).reshape(len(self._table), size), self._floats(base),
+                           self._term_spec, self._terms, diffs)
+        if self.sum_spec:
             if few:
                 runs = np.flatnonzero(np.append(True, dst[1:] != dst[:-1]))   # receivers in increasing order
-                self._add_sums(dst[runs], np.add.reduceat(terms - old, runs, axis=1), add=True)
-        if self.sum_spec and not few:
-            self._add_sums(self._receivers, np.add.reduceat(self._terms, self._ball_ptr[self._receivers], axis=1))
-        if told:
-            dst, pair, previous, records = (np.concatenate(part) for part in zip(*told, strict=True))
-            self.on_latest(dst, self._ball_origin[pair], *({name: x[name] for name in self.value_names}
-                                                           for x in (previous, records)))
+                self._add_sums(dst[runs], np.add.reduceat(diffs, runs, axis=1), add=True)
+            else:
+                self._add_sums(self._receivers, np.add.reduceat(self._terms, self._ball_ptr[self._receivers], axis=1))
+        if told is not None:
+            dst, origin, previous, records = told
+            self.on_latest(dst, origin, *({name: x[name] for name in self.value_names} for x in (previous, records)))
 
-    def _terms_of(self, records: np.ndarray) -> np.ndarray:
-        """The terms of every sum for ``records``, one row per element and one column per record (a column of
-        one element broadcasts over the other's in a product)."""
-        terms = np.empty((len(self._terms), len(records)))
-        for name, spec in self.sum_spec.items():
-            columns = [records[column].reshape(len(records), -1).T for column in spec]
-            terms[self._sum_columns[name]] = columns[0] if len(spec) == 1 else columns[0] * columns[1]
-        return terms
+    def _floats(self, records: np.ndarray) -> np.ndarray:
+        """The summed columns of ``records`` as float64 rows: the records themselves seen as float64 where they
+        allow it (``_direct``), else those columns copied side by side (as float64)."""
+        n = len(records)
+        if self._direct:
+            out = records.view(np.uint8).reshape(n, self.dtype.itemsize)
+            if out.ctypes.data % 8:  # an unaligned buffer: copied to an aligned one
+                out = out.copy()
+            return out.view(np.float64)
+        out = np.empty((n, self._float_width))
+        for column, at in self._float_columns.items():
+            values = records[column].reshape(n, -1)
+            out[:, at:at + values.shape[1]] = values
+        return out
 
     def _add_sums(self, receivers: np.ndarray, summed: np.ndarray, add: bool = False) -> None:
         """Set (with ``add``: increase) the sums of ``receivers`` to the columns of ``summed`` (terms x receivers)."""
@@ -372,12 +272,11 @@ class Receiving:
 
     def _forget_latest(self, agent: int, lo: int, hi: int) -> None:
         """Empty the latest table of ``agent`` (its pairs ``lo:hi``) and its sums."""
-        had = np.flatnonzero(self._latest_seq[lo:hi] >= 0) + lo
+        had = np.flatnonzero(self._high[lo:hi] >= 0) + lo  # the table's seq is its window's newest
         previous = take(self._table, had) if self.on_latest is not None and len(had) else None
         self._table[lo:hi] = np.zeros(1, dtype=self.dtype)
         self._table["seq"][lo:hi] = -1
         self._table["created"][lo:hi] = np.nan
-        self._latest_seq[lo:hi] = -1
         self._terms[:, lo:hi] = 0
         for total in self.sums.values():
             total[agent] = 0  # every term of its sums is gone
