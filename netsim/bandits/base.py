@@ -140,6 +140,30 @@ class BanditEnvironment:
         self.pulls += 1
         return rewards
 
+    def each_rewards(self, steps: int) -> np.ndarray:
+        """For a driver that steps several trials in lockstep: the rewards of the next ``steps`` rounds of
+        :meth:`pull_each` for every choice of arms, a steps x agents x arms array whose ``[s, i, k]`` is what
+        agent i gets from arm k at its s-th next pull (its uniforms are read now, as those pulls would read
+        them). The pulls are booked by :meth:`settle_each` with the arms the agents chose.
+        """
+        self._each_left = 0
+        n, m = self.num_agents, self.num_arms
+        u = np.stack([self._stream(agent, steps) for agent in range(n)], axis=1)    # steps x agents
+        agents = np.broadcast_to(np.arange(n)[None, :, None], (steps, n, m)).ravel()
+        arms = np.broadcast_to(np.arange(m), (steps, n, m)).ravel()
+        return self._single_rewards(agents, arms, np.repeat(u.ravel(), m)).reshape(steps, n, m)
+
+    def settle_each(self, arms: np.ndarray) -> None:
+        """Book ``len(arms)`` rounds of :meth:`pull_each` whose rewards :meth:`each_rewards` gave: row s of
+        ``arms`` (steps x agents) holds the arm of every agent at round s. Regret is added one round at a
+        time, in round order (the float additions of :meth:`pull_each`)."""
+        arms = np.asarray(arms, dtype=np.int64)
+        steps, n = arms.shape
+        if steps:
+            gaps = self._pull_gaps(np.tile(np.arange(n), steps), arms.ravel()).reshape(steps, n)
+            self.regret[:] = np.cumsum(np.concatenate((self.regret[None, :], gaps)), axis=0)[-1]
+            self.pulls += steps
+
     def pull_walk(self, agent: int, arms: np.ndarray, steps: int) -> np.ndarray:
         """``steps`` successive single pulls of every arm of ``arms`` by ``agent`` (step by step, each
         step pulling the arms in order), returned as their running sums: a len(arms) x steps array whose

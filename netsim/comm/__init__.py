@@ -38,13 +38,14 @@ from netsim.engine.errors import InputError, ProtocolError
 from netsim.engine.messages import Message
 from netsim.engine.registry import audit_targets, register_protocol
 from netsim.engine.sim import Simulation
-from netsim.engine.streams import trial_sequence
+from netsim.engine.streams import GroupedDraws, trial_sequence
 
 __all__ = [
     "INCARNATION",
     "TIMER_FIELDS",
     "Exchanges",
     "Flooding",
+    "GroupedDraws",
     "Handshake",
     "InputError",
     "Lie",

@@ -37,6 +37,8 @@ Subclasses declare:
   are refused when loaded;
 * optionally ``check_network(scenario, network)``: checks that need the built network (trial 0's
   graph), e.g. a message life that resolves to no relaying on it;
+* optionally ``lockstep_key(scenario)`` and ``lockstep(protocols)``: several trials stepped together
+  along an array axis (each numpy call serves them all), with results equal to running each alone;
 * ``columns``: the extra ``trials.csv`` columns :meth:`Protocol.results` may return, each with its
   label and unit (``{"sample_complexity": P.column("sample complexity", "rounds", doc=...)}``; a
   tuple of names is accepted, shown by name); a study's figures may plot them, ``netsim explain``
@@ -53,7 +55,7 @@ clock (or one jittered clock per agent) that skips crashed agents.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -115,6 +117,21 @@ class Protocol:
 
     def start(self) -> None:
         """Subscribe to messages and schedule clocks; called once at time 0."""
+        raise NotImplementedError
+
+    @classmethod
+    def lockstep_key(cls, scenario: Scenario) -> Any:
+        """None (the default): each trial of ``scenario`` runs alone. Otherwise a hashable value: trials
+        of scenarios with equal keys may be run together by :meth:`lockstep` (the runner groups them)."""
+        return None
+
+    @classmethod
+    def lockstep(cls, protocols: list[Protocol]) -> Callable[[float], None]:
+        """Start the trials of ``protocols`` (instead of their :meth:`start`) and return ``advance(when)``,
+        which does every trial's work at times before ``when`` and leaves each trial's bandit and
+        metrics books as running it alone would (:func:`netsim.engine.sim.run_lockstep`). A lockstep run
+        must give each trial exactly the results it gets alone; only protocols with a
+        :meth:`lockstep_key` are asked."""
         raise NotImplementedError
 
     def results(self) -> dict[str, float]:

@@ -123,6 +123,12 @@ class Metrics:
         self._mark_pending()
         self._mark(set(edges.tolist() if isinstance(edges, np.ndarray) else edges), now)
 
+    def edges_built(self, edges: np.ndarray, slots: int) -> None:
+        """Count the distinct edge ids ``edges`` as built once in each of ``slots`` slots that no other
+        mark touches (what :meth:`edges_used` in ``slots`` successive such slots adds; lockstep drivers)."""
+        self._sum_links()
+        self._count_edges(np.asarray(edges, dtype=np.int64), times=slots)
+
     def _mark_pending(self) -> None:
         pending = self.pending_edges
         if pending:
@@ -153,16 +159,16 @@ class Metrics:
         built, self._built = self._built, []
         self._count_edges(np.array(built, dtype=np.int64))
 
-    def _count_edges(self, new: np.ndarray) -> None:
-        """Count the edges ``new`` (distinct ids) as built once each."""
-        if not len(new):
+    def _count_edges(self, new: np.ndarray, times: int = 1) -> None:
+        """Count the edges ``new`` (distinct ids) as built ``times`` times each."""
+        if not len(new) or times <= 0:
             return
         servers = int(np.count_nonzero(self._edge_server[new]))
-        self._server_agent += servers
-        self._agent_agent += len(new) - servers
+        self._server_agent += times * servers
+        self._agent_agent += times * (len(new) - servers)
         count = len(self.links_bulk)
-        self.links_bulk += np.bincount(self._edge_u[new], minlength=count)
-        self.links_bulk += np.bincount(self._edge_v[new], minlength=count)
+        self.links_bulk += times * np.bincount(self._edge_u[new], minlength=count)
+        self.links_bulk += times * np.bincount(self._edge_v[new], minlength=count)
 
     @property
     def links_agent_agent(self) -> int:

@@ -308,6 +308,12 @@ class Simulation:
         wall = time.perf_counter() - started
         return self._result(wall)
 
+    def agent_links_built(self, slots: int) -> None:
+        """Book every agent-agent link as built in each of ``slots`` further slots: what ``slots`` ticks of
+        ``network.activate_agent_links()`` book in slots where nothing else uses a link (lockstep drivers)."""
+        self.metrics.edges_built(np.unique(self.network.agent_edge), slots)
+
+
     def _result(self, wall: float) -> TrialResult:
         m = self.metrics
         unfinished = None if self._failure else self.protocol.unfinished()
@@ -356,3 +362,61 @@ class Simulation:
 def run_trial(scenario: Scenario, seed_sequence: np.random.SeedSequence, trial: int) -> TrialResult:
     """Build and run one trial (the unit of work executors ship around)."""
     return Simulation(scenario, seed_sequence, trial=trial).run()
+
+
+# ---------------------------------------------------------------------- several trials in lockstep
+def lockstep_key(scenario: Scenario) -> Any:
+    """What trials of ``scenario`` must share to run in lockstep with each other (None: each runs alone).
+
+    The protocol class decides (``Protocol.lockstep_key``; None by default); trials with a watchdog or
+    a wall-clock budget always run alone, and so do trials whose built network has faults or an
+    adversary (:func:`run_trials` looks), as their events are not the protocol's.
+    """
+    run = scenario.run
+    if 0 < run.get("watchdog", 0.0) < math.inf or 0 < run.get("wall_budget", 0.0) < math.inf:
+        return None
+    protocol_cls = protocols.get(scenario.protocol["name"], key="protocol.name")
+    key = getattr(protocol_cls, "lockstep_key", lambda _scenario: None)(scenario)
+    return None if key is None else (scenario.protocol["name"], key)
+
+
+def run_lockstep(sims: list[Simulation]) -> list[TrialResult]:
+    """Run trials whose protocol steps them together (``Protocol.lockstep``), one result per trial.
+
+    Each trial keeps its own streams, bandit, network books, checkpoints and results; only the
+    protocol's work is shared: ``advance(when)`` (returned by the protocol class's ``lockstep``) does
+    every trial's work at times before ``when`` and leaves each trial's books (bandit, metrics) as
+    its own events up to then would have. The engine then takes each trial's checkpoints and end at
+    ``when`` from its own event queue, as :meth:`Simulation.run` does.
+    """
+    started = time.perf_counter()
+    for sim in sims:
+        sim._schedule_checkpoints()
+    advance = type(sims[0].protocol).lockstep([sim.protocol for sim in sims])
+    while True:
+        pending = [sim for sim in sims if not sim._finished.processed]
+        if not pending:
+            break
+        when = min(sim.env.peek() for sim in pending)
+        advance(when)
+        for sim in pending:
+            while not sim._finished.processed and sim.env.peek() == when:
+                sim.env.step()
+    wall = (time.perf_counter() - started) / len(sims)
+    results = []
+    for sim in sims:
+        sim._checkpoint(final=True)
+        results.append(sim._result(wall))
+    return results
+
+
+def run_trials(units: list[tuple[Scenario, np.random.SeedSequence, int]]) -> list[TrialResult]:
+    """Run ``(scenario, seed sequence, trial)`` units, in lockstep where they share a non-None
+    :func:`lockstep_key` (else one by one); the results are those of :func:`run_trial` on each unit."""
+    keys = [lockstep_key(scenario) for scenario, _, _ in units]
+    if len(units) < 2 or keys[0] is None or any(key != keys[0] for key in keys):
+        return [run_trial(*unit) for unit in units]
+    sims = [Simulation(scenario, sequence, trial=trial) for scenario, sequence, trial in units]
+    if any(sim.faults.active or sim.network.adversary is not None for sim in sims):
+        return [sim.run() for sim in sims]
+    return run_lockstep(sims)

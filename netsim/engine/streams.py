@@ -10,6 +10,7 @@ an existing one.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
 import numpy as np
 
@@ -60,3 +61,56 @@ def trial_sequence(seed: int, trial: int, point: tuple[int, ...] = ()) -> np.ran
     unit has its own, reproducible stream whatever order units run in.
     """
     return np.random.SeedSequence(int(seed), spawn_key=tuple(point) + (int(trial),))
+
+
+class GroupedDraws:
+    """Draws of one law from one generator per group (a trial of a lockstep run), read in blocks.
+
+    ``draw(generator, count)`` returns ``count`` draws of the law (e.g. ``lambda g, k: g.random(k)``);
+    it must consume the generator draw by draw, so that the values do not depend on how the draws are
+    cut into calls (numpy's ``random``, ``laplace``, ``standard_normal`` do). :meth:`take` then gives each
+    group the very values it would get drawing them one call at a time, while a call serves every group.
+
+    Parameters
+    ----------
+    generators:
+        One generator per group (group g draws from ``generators[g]`` only).
+    draw:
+        ``draw(generator, count) -> array of count values``.
+    block:
+        Values drawn per group at a time.
+    """
+
+    def __init__(self, generators: list[np.random.Generator], draw: Callable[[np.random.Generator, int], np.ndarray],
+                 *, block: int = 4096):
+        self.generators = list(generators)
+        self.draw = draw
+        self.block = int(block)
+        self._pool = np.empty((len(self.generators), self.block))
+        self._at = np.full(len(self.generators), self.block, dtype=np.int64)
+        self.taken = np.zeros(len(self.generators), dtype=np.int64)  # values handed out, per group
+
+    def take(self, groups: np.ndarray) -> np.ndarray:
+        """One value for each entry of ``groups`` (group ids in non-decreasing order): the j-th entry of
+        group g gets g's next value, in entry order."""
+        groups = np.asarray(groups, dtype=np.int64)
+        counts = np.bincount(groups, minlength=len(self.generators))
+        if counts.max(initial=0) > self.block:  # more than a block at once: every group refills a larger block
+            lefts = [self._pool[g, self._at[g]:].copy() for g in range(len(self.generators))]
+            self.block = int(counts.max())
+            self._pool = np.empty((len(self.generators), self.block))
+            for g, left in enumerate(lefts):
+                self._refill(g, left)
+        for g in np.flatnonzero(self._at + counts > self.block):
+            self._refill(int(g), self._pool[g, self._at[g]:].copy())
+        rank = np.arange(len(groups)) - (np.cumsum(counts) - counts)[groups]
+        values = self._pool[groups, self._at[groups] + rank]
+        self._at += counts
+        self.taken += counts
+        return values
+
+    def _refill(self, g: int, left: np.ndarray) -> None:
+        """Group g's pool: the values ``left`` of its previous block, then fresh ones."""
+        self._pool[g, :len(left)] = left
+        self._pool[g, len(left):] = self.draw(self.generators[g], self.block - len(left))
+        self._at[g] = 0

@@ -33,7 +33,7 @@ from typing import Any, Self
 from netsim.engine import registry
 from netsim.engine.errors import InputError
 from netsim.engine.scenario import Scenario
-from netsim.engine.sim import TrialResult, run_trial
+from netsim.engine.sim import TrialResult, lockstep_key, run_trial, run_trials
 from netsim.engine.streams import trial_sequence
 
 EXECUTORS = ("serial", "process", "dask")
@@ -64,6 +64,51 @@ class Unit:
 
 def _run_unit(unit: Unit) -> TrialResult:
     return unit.run()
+
+
+#: most units run in lockstep in one call (their arrays grow with the group; beyond a few dozen trials the
+#: per-call overhead a group shares is already small)
+LOCKSTEP_MAX = 32
+
+
+def lockstep_groups(units: Sequence[Unit], jobs: int = 1) -> list[list[int]]:
+    """The indices of ``units`` cut into groups that run as one call (:func:`netsim.engine.sim.run_trials`).
+
+    Units whose scenarios share a non-None :func:`netsim.engine.sim.lockstep_key` (and plug-in files) go
+    together, in groups of at most ``LOCKSTEP_MAX`` and small enough that there are at least ``jobs``
+    groups when there are as many such units; every other unit is a group of its own. Groups keep unit
+    order; results do not depend on the grouping (a lockstep run gives each trial its own results).
+    """
+    by_key: dict[Any, list[int]] = {}
+    groups: list[list[int]] = []
+    for index, unit in enumerate(units):
+        key = lockstep_key(unit.scenario)
+        if key is None:
+            groups.append([index])
+        else:
+            by_key.setdefault((key, unit.plugins), []).append(index)
+    together = sum(len(members) for members in by_key.values())
+    size = max(1, min(LOCKSTEP_MAX, math.ceil(together / max(1, jobs))))
+    for members in by_key.values():
+        count = math.ceil(len(members) / size)
+        groups += [members[i * len(members) // count:(i + 1) * len(members) // count] for i in range(count)]
+    return sorted(groups)
+
+
+def _run_units(units: tuple[Unit, ...]) -> list[TrialResult]:
+    """Run a group of :func:`lockstep_groups` as one call; a progress hook counts it as ``len(units)`` trials."""
+    from netsim.engine import sim as simulation
+
+    if len(units) == 1:
+        return [units[0].run()]
+    registry.load_plugin_files(units[0].plugins, origin="plug-in file")
+    hook = simulation.progress_hook
+    if hook is not None:
+        simulation.progress_hook = lambda fraction: hook(fraction * len(units))
+    try:
+        return run_trials([(unit.scenario, unit.seed_sequence(), unit.trial) for unit in units])
+    finally:
+        simulation.progress_hook = hook
 
 
 def with_run_options(scenario: Scenario, *, trials: int | None = None, seed: int | None = None) -> Scenario:
@@ -385,6 +430,8 @@ def _to_wire(value: Any) -> str:
 
     if isinstance(value, TrialResult):
         return canonical({"trial": encode_trial(value)})
+    if isinstance(value, list) and value and all(isinstance(v, TrialResult) for v in value):
+        return canonical({"trials": [encode_trial(v) for v in value]})
     if isinstance(value, BaseException):
         return canonical({"error": [type(value).__name__, str(value)]})
     return canonical({"value": value})
@@ -402,6 +449,8 @@ def _from_wire(text: Any) -> Any:
                          "running this netsim")
     if "trial" in data:
         return decode_result(data["trial"])
+    if "trials" in data:
+        return [decode_result(trial) for trial in data["trials"]]
     if "error" in data:
         kind, message = data["error"]
         raise InputError(message) if kind == "InputError" else RuntimeError(f"on a dask worker: {kind}: {message}")
@@ -509,7 +558,10 @@ def iter_results(
         owned, pool = True, make_executor(executor, jobs=jobs, scheduler=scheduler)
     try:
         bar_total = total if total is not None else initial + len(units)
-        yield from _progress(pool.results(_run_unit, list(units)), bar_total, progress, initial)
+        groups = lockstep_groups(units, getattr(pool, "jobs", jobs))
+        done = pool.results(_run_units, [tuple(units[i] for i in group) for group in groups])
+        yield from _progress(((groups[g][k], result) for g, results in done for k, result in enumerate(results)),
+                             bar_total, progress, initial)
     finally:
         if owned:
             pool.close()
