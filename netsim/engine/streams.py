@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -36,8 +37,20 @@ class Streams:
     True
     """
 
-    def __init__(self, seed_sequence: np.random.SeedSequence):
+    def __init__(self, seed_sequence: np.random.SeedSequence, shared: SharedDraws | None = None):
         self.seed_sequence = seed_sequence
+        self.shared = shared
+
+    def draw(self, rng: np.random.Generator, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(rng, *args)``, made once for the trials run together that share this call (:class:`SharedDraws`).
+
+        ``fn`` must be a pure function of the generator's state and ``args`` (hashable values or
+        arrays), and its callers must not write into what it returns (shared results are read-only).
+        A trial run alone calls ``fn`` as it is.
+        """
+        if self.shared is None:
+            return fn(rng, *args)
+        return self.shared.draw(rng, fn, args)
 
     def sequence(self, purpose: str, index: int | None = None) -> np.random.SeedSequence:
         """The child ``SeedSequence`` named by ``purpose`` and ``index``."""
@@ -52,6 +65,61 @@ class Streams:
     def many(self, purpose: str, count: int) -> list[np.random.Generator]:
         """Generators for indices ``0 .. count-1`` of ``purpose``."""
         return [self.for_(purpose, i) for i in range(count)]
+
+
+class SharedDraws:
+    """Draws made once for several trials that run together in lockstep (``netsim.engine.sim.run_lockstep``).
+
+    Trials of the same seed (variants of a study that differ in a protocol key, say) start their
+    streams in the same state; while they make the same calls, they draw the same numbers. A draw is
+    keyed by the function, the generator's state before it and the arguments: the first trial to make
+    it computes it and keeps the result and the generator's state after it; another trial that makes
+    the same call from the same state gets the same (read-only) result and its generator is moved to
+    that state, exactly as if it had drawn itself. A call that differs in anything is drawn anew, so
+    sharing never changes a trial's numbers. Only the draws of the latest instant are kept
+    (:meth:`forget`), so memory stays one instant's draws per distinct call.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple, tuple[Any, dict]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def draw(self, rng: np.random.Generator, fn: Callable[..., Any], args: tuple) -> Any:
+        state = rng.bit_generator.state
+        key = (fn, type(rng.bit_generator), _frozen(state), tuple(_frozen(a) for a in args))
+        kept = self._memo.get(key)
+        if kept is not None:
+            self.hits += 1
+            result, after = kept
+            rng.bit_generator.state = after
+            return result
+        self.misses += 1
+        result = fn(rng, *args)
+        _read_only(result)
+        self._memo[key] = (result, rng.bit_generator.state)
+        return result
+
+    def forget(self) -> None:
+        """Drop the kept draws (the trials have moved past the instant they were made at)."""
+        self._memo.clear()
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in equal for equal values (arrays by dtype, shape and bytes)."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def _read_only(result: Any) -> None:
+    for value in result if isinstance(result, tuple) else (result,):
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
 
 
 def trial_sequence(seed: int, trial: int, point: tuple[int, ...] = ()) -> np.random.SeedSequence:

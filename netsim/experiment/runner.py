@@ -76,8 +76,11 @@ def lockstep_groups(units: Sequence[Unit], jobs: int = 1) -> list[list[int]]:
 
     Units whose scenarios share a non-None :func:`netsim.engine.sim.lockstep_key` (and plug-in files) go
     together, in groups of at most ``LOCKSTEP_MAX`` and small enough that there are at least ``jobs``
-    groups when there are as many such units; every other unit is a group of its own. Groups keep unit
-    order; results do not depend on the grouping (a lockstep run gives each trial its own results).
+    groups when there are as many such units; every other unit is a group of its own. Within a key, units
+    of one seed sequence (point and trial: the variants of a study) are put next to each other before the
+    cut, so that a group holds them together where it can (a protocol may make their common draws once,
+    ``netsim.engine.streams.SharedDraws``). Results do not depend on the grouping (a lockstep run gives each
+    trial its own results).
     """
     by_key: dict[Any, list[int]] = {}
     groups: list[list[int]] = []
@@ -90,6 +93,7 @@ def lockstep_groups(units: Sequence[Unit], jobs: int = 1) -> list[list[int]]:
     together = sum(len(members) for members in by_key.values())
     size = max(1, min(LOCKSTEP_MAX, math.ceil(together / max(1, jobs))))
     for members in by_key.values():
+        members.sort(key=lambda i: (units[i].point, units[i].trial, i))
         count = math.ceil(len(members) / size)
         groups += [members[i * len(members) // count:(i + 1) * len(members) // count] for i in range(count)]
     return sorted(groups)

@@ -114,6 +114,7 @@ from netsim.comm import (
     Protocol,
     ReplayWindow,
     Sequencer,
+    SharedDraws,
     Transport,
     can_lose,
     check_timer,
@@ -165,6 +166,32 @@ class CentralizedFedUCB(Protocol):
     @classmethod
     def check(cls, scenario: Any) -> None:
         check_timer(scenario.protocol)
+
+    @classmethod
+    def lockstep_key(cls, scenario: Any) -> Any:
+        """Trials of one seed run together (the runner puts those of one seed sequence side by side)."""
+        return scenario.run["seed"]
+
+    @classmethod
+    def lockstep(cls, protocols: list[CentralizedFedUCB]) -> Any:
+        """Run trials side by side, each on its own events, making their common context draws once.
+
+        Trials of one seed sequence that differ in a protocol key (the privacy budgets of Fig. 1(A),
+        the threshold modes of Fig. 1(B)) observe the same contexts: the contexts do not depend on the
+        agents' choices, only on the stream and the number of agents. Each trial starts as alone and
+        processes its own events; the bandits share a :class:`~netsim.comm.SharedDraws`, so a context
+        draw that another trial already made from the same stream state is taken from it (read-only)
+        instead of drawn again. Every trial's results are those it gets alone (tests/test_feducb_lockstep.py).
+        """
+        shared = SharedDraws()
+        for protocol in protocols:
+            protocol.sim.streams.shared = shared
+            protocol.start()
+
+        def advance(when: float) -> None:
+            shared.forget()  # the draws of earlier instants are not asked for again
+
+        return advance
 
     @classmethod
     def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
