@@ -78,7 +78,9 @@ def test_units_of_one_seed_sequence_are_grouped_side_by_side():
     sc = S.load("dubey2020b-fig1a-sync", {"run.horizon": 10})
     units = [runner.Unit(sc, t, p) for p in ((), (1,)) for t in (0, 1)] + [runner.Unit(sc, 0)]
     assert runner.lockstep_groups(units, 1) == [[0, 4, 1, 2, 3]]
-    assert runner.lockstep_groups(units, 2) == [[0, 4], [1, 2, 3]]
+    assert runner.lockstep_groups(units, 2) == [[0, 4, 1], [2, 3]]  # groups of at most 3, a seed kept whole
+    sets = [runner.Unit(sc, t) for t in range(4) for _ in range(3)]  # 4 seeds x 3 variants, 2 jobs: whole seeds
+    assert runner.lockstep_groups(sets, 2) == [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]]
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
