@@ -181,6 +181,7 @@ class LinearBandit(BanditEnvironment):
         else:
             self.theta = unit_ball(streams.for_("means"), self.dimension)
         self._context_rng = streams.for_("contexts")
+        self._law = (options.get("contexts"), tuple(options["band"]), tuple(options["best_band"]))
         self._values = np.zeros((num_agents, options["arms"]))
         # Placeholder so that num_arms works before the first observation.
         self.local_means = np.zeros((num_agents, options["arms"]))
@@ -193,9 +194,8 @@ class LinearBandit(BanditEnvironment):
         as it is.
         """
         agents = np.asarray(agents, dtype=np.int64)
-        o = self.options
-        law = (o.get("contexts"), tuple(o["band"]), tuple(o["best_band"]))
-        x, values = self.streams.draw(self._context_rng, draw_contexts, law, self.theta, len(agents), o["arms"])
+        x, values = self.streams.draw(self._context_rng, draw_contexts, self._law, self.theta, len(agents),
+                                      self.options["arms"])
         self._values[agents] = values
         return x
 

@@ -44,9 +44,9 @@ class Streams:
     def draw(self, rng: np.random.Generator, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(rng, *args)``, made once for the trials run together that share this call (:class:`SharedDraws`).
 
-        ``fn`` must be a pure function of the generator's state and ``args`` (hashable values or
-        arrays), and its callers must not write into what it returns (shared results are read-only).
-        A trial run alone calls ``fn`` as it is.
+        ``fn`` must be a pure function of the generator's state and ``args`` (hashable values, e.g.
+        tuples, or arrays), and its callers must not write into what it returns (shared results are
+        read-only). A trial run alone calls ``fn`` as it is.
         """
         if self.shared is None:
             return fn(rng, *args)
@@ -87,7 +87,7 @@ class SharedDraws:
 
     def draw(self, rng: np.random.Generator, fn: Callable[..., Any], args: tuple) -> Any:
         state = rng.bit_generator.state
-        key = (fn, type(rng.bit_generator), _frozen(state), tuple(_frozen(a) for a in args))
+        key = (fn, _flat(state), *(_frozen(a) for a in args))
         kept = self._memo.get(key)
         if kept is not None:
             self.hits += 1
@@ -105,14 +105,15 @@ class SharedDraws:
         self._memo.clear()
 
 
+def _flat(state: dict) -> tuple:
+    """A generator's state (a dict of values and dicts, in the generator's own order) as a hashable tuple."""
+    return tuple((k, _flat(v) if isinstance(v, dict) else v) for k, v in state.items())
+
+
 def _frozen(value: Any) -> Any:
-    """A hashable stand-in equal for equal values (arrays by dtype, shape and bytes)."""
+    """An argument as a hashable key: an array by dtype, shape and bytes, any other value as it is."""
     if isinstance(value, np.ndarray):
-        return ("array", value.dtype.str, value.shape, value.tobytes())
-    if isinstance(value, dict):
-        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
-    if isinstance(value, list | tuple):
-        return tuple(_frozen(v) for v in value)
+        return (value.dtype.str, value.shape, value.tobytes())
     return value
 
 

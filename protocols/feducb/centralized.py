@@ -280,11 +280,17 @@ class CentralizedFedUCB(Protocol):
             contexts = bandit.observe(agents)
             arms = state.choose(contexts, beta_scale * self.cal.beta(state.logdet_v[rows]), rows)
             x = contexts[np.arange(len(agents)), arms]
-        rewards = bandit.pull_many(agents, arms)
-        state.update(x, rewards, rows)
-        state.dt[agents] += 1
-        fire = sync_trigger(state.logdet_w[agents], state.logdet_s[agents], state.dt[agents], self.D) \
-            & ~self.pending[agents]
+        if rows is None:  # every agent, one pull each (the floats of pull_many, without its sorting)
+            rewards = bandit.pull_each(arms)
+            state.update(x, rewards)
+            state.dt += 1
+            fire = sync_trigger(state.logdet_w, state.logdet_s, state.dt, self.D) & ~self.pending
+        else:
+            rewards = bandit.pull_many(agents, arms)
+            state.update(x, rewards, rows)
+            state.dt[agents] += 1
+            fire = sync_trigger(state.logdet_w[agents], state.logdet_s[agents], state.dt[agents], self.D) \
+                & ~self.pending[agents]
         for agent in agents[fire]:
             self.requests += 1
             self._request(int(agent), want=True)
