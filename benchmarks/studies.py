@@ -154,6 +154,8 @@ def table(results: dict) -> str:
             paper_cell = f"{p['wall_min']:,.1f}"
             how = ("extrapolated from a fraction of the horizon (one trial per point)" if p["extrapolated"]
                    else "one full trial per point measured, times the trials")
+            if any(point.get("lockstep", 1) > 1 for point in p["by_point"]):
+                how += "; run in the runner's lockstep groups"
         lines.append(f"| `{name}` | {study.source or '-'} | {size} | {quick_cell} | {paper_cell} | {how} |")
     lines.append("")
     lines.append(f"All quick-scale studies one after the other: **{quick_total / 60:.1f} minutes** wall with "
