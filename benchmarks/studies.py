@@ -8,9 +8,10 @@ other studies' rows of the JSON file; ``--set`` applies to every variant, as ``n
 * **quick**: ``netsim study NAME --scale quick --jobs 2`` in a child process, wall seconds of the
   whole command (start-up, every unit, tables, figures, report), all studies one after the other.
 * **paper**: one trial of every variant and grid point at the paper scale, in this process, CPU
-  seconds each; where the runner runs a point's trials in lockstep groups (docs/engine.md, "Several
-  trials in lockstep"), one group of the size it forms with ``--jobs`` is run instead and its CPU
-  divided by its size. A point whose trial would take long is measured at a fraction f of its horizon H
+  seconds each. Where the runner runs units in lockstep groups (docs/engine.md, "Several trials in
+  lockstep"), the group that holds a point's trial 0 in a run with ``--jobs`` (the trials of one point for
+  zhu2021, the variants of one seed for FedUCB) is run as one group and its CPU divided by its size.
+  A group whose trials would take long is measured at a fraction f of their horizon H
   (``run.horizon / 10``, or ``/ 100`` from 10^6 slots) and its cost extrapolated linearly in the horizon
   (the scaling benchmark shows slopes close to 1 in the horizon for every family): the trial's fixed
   cost c0 (building the network, bandit and protocol, collecting the results) is measured on its own,
@@ -56,72 +57,75 @@ def quick(name: str, jobs: int, sets: list[str]) -> dict:
     return {"wall_s": round(wall, 1), "exit": done.returncode, "figures": figures, "error": error}
 
 
-def _trial_cpu(scenario, horizon: float | None, together: int = 1) -> tuple[float, dict]:
-    """CPU s per trial and trial 0's row: ``together`` trials run as one lockstep group of the runner
-    (:func:`netsim.engine.sim.run_trials`; 1: one trial alone)."""
+def _group_cpu(units, factor: float | None) -> tuple[float, list[dict]]:
+    """CPU s of running ``units`` as one lockstep group (``run_trials``, as a worker runs a group), each at
+    ``horizon / factor`` (``None``: the whole horizon), and their rows."""
+    from netsim.engine import scenario as S
     from netsim.engine.sim import run_trials
-    from netsim.engine.streams import trial_sequence
 
-    if horizon is not None:
-        from netsim.engine import scenario as S
-
-        scenario = S.load(scenario, {"run.horizon": horizon, "run.checkpoints": 1})
-    units = [(scenario, trial_sequence(scenario.run["seed"], trial), trial) for trial in range(together)]
+    work = []
+    for unit in units:
+        scenario = unit.scenario
+        if factor is not None:
+            scenario = S.load(scenario, {"run.horizon": float(scenario.run["horizon"]) / factor, "run.checkpoints": 1})
+        work.append((scenario, unit.seed_sequence(), unit.trial))
     start = time.process_time()
-    row = run_trials(units)[0].row
-    return (time.process_time() - start) / together, row
+    rows = [result.row for result in run_trials(work)]
+    return time.process_time() - start, rows
 
 
-def _fixed_cpu(scenario, horizon: float, together: int = 1) -> float:
-    """CPU s per trial of ``horizon`` (the fixed cost of a trial), 0 when the scenario refuses so short a run."""
+def _fixed_cpu(units, factor: float) -> float:
+    """CPU s of a group run at ``horizon / factor`` (the fixed cost), 0 when a scenario refuses so short a run."""
     try:
-        return _trial_cpu(scenario, horizon, together)[0]
+        return _group_cpu(units, factor)[0]
     except Exception:  # a protocol that needs a longer run: no fixed cost is subtracted (an over-estimate)
         return 0.0
 
 
-def _group_sizes(plan, jobs: int) -> dict[int, int]:
-    """Per point, the size of the runner's first lockstep group of its trials with ``jobs`` processes."""
+def _first_groups(plan, jobs: int) -> list[list[int]]:
+    """The runner's lockstep groups (with ``jobs`` processes) that hold a point's trial 0, as unit indices."""
     from netsim.experiment import runner
 
     units = plan.units()
     groups = runner.lockstep_groups([u.unit() for u in units], jobs)
-    sizes: dict[int, int] = {}
-    for group in groups:
-        sizes.setdefault(units[group[0]].point.index, len(group))
-    return sizes
+    return [group for group in groups if any(units[i].trial == 0 for i in group)]
 
 
 def paper(name: str, jobs: int, sets: list[str]) -> dict:
-    """The paper scale's time with ``jobs`` processes, from one measured trial per point."""
+    """The paper scale's time with ``jobs`` processes, from the measured lockstep group of every point's trial 0."""
     from netsim.experiment import studies
 
     plan = studies.plan(studies.load(name), "paper", overrides=studies.set_options(sets))
-    sizes = _group_sizes(plan, jobs)
+    units = plan.units()
     points, total, extrapolated = [], 0.0, False
-    for point in plan.points:
-        horizon = float(point.scenario.run["horizon"])
-        fraction = horizon / (100 if horizon >= 1e6 else 10)
-        together = sizes.get(point.index, 1)
-        _fixed_cpu(point.scenario, fraction / 1000, together)  # untimed: imports and caches of the first such trial
-        fixed = _fixed_cpu(point.scenario, fraction / 1000, together)
-        cpu, row = _trial_cpu(point.scenario, fraction, together)
-        finished_early = row["end_time"] < fraction
-        if finished_early or cpu * together * horizon / fraction <= FULL_BUDGET:   # the whole group's CPU
-            cpu, row = _trial_cpu(point.scenario, None, together)
-            per_trial, scaled = cpu, False
+    for group in _first_groups(plan, jobs):
+        members = [units[i].unit() for i in group]
+        horizon = max(float(unit.scenario.run["horizon"]) for unit in members)
+        factor = 100.0 if horizon >= 1e6 else 10.0
+        _fixed_cpu(members, factor * 1000)  # untimed: imports and caches of the first such trial
+        fixed = _fixed_cpu(members, factor * 1000)
+        cpu, rows = _group_cpu(members, factor)
+        finished_early = any(row["end_time"] < row["horizon"] for row in rows)
+        if finished_early or cpu * factor <= FULL_BUDGET * len(members):
+            cpu, rows = _group_cpu(members, None)
+            per_unit, scaled = cpu / len(members), False
         else:
             fixed = min(fixed, cpu)
-            per_trial, scaled = fixed + (cpu - fixed) * horizon / fraction, True
+            per_unit, scaled = (fixed + (cpu - fixed) * factor) / len(members), True
         extrapolated |= scaled
-        total += plan.trials * per_trial
-        points.append({"variant": point.variant, "point": point.index, "horizon": horizon, "lockstep": together,
-                       "trial_cpu_s": round(per_trial, 3), "from_fraction": scaled,
-                       **({"fraction": fraction, "fraction_cpu_s": round(cpu, 3), "fixed_cpu_s": round(fixed, 3)}
-                          if scaled else {})})
+        for i in group:
+            if units[i].trial != 0:
+                continue
+            point = units[i].point
+            total += plan.trials * per_unit
+            points.append({"variant": point.variant, "point": point.index,
+                           "horizon": float(point.scenario.run["horizon"]), "lockstep": len(group),
+                           "trial_cpu_s": round(per_unit, 3), "from_fraction": scaled,
+                           **({"fraction": 1.0 / factor, "group_fraction_cpu_s": round(cpu, 3),
+                               "group_fixed_cpu_s": round(fixed, 3)} if scaled else {})})
     return {"trials": plan.trials, "points": len(plan.points), "units": len(plan.points) * plan.trials,
             "cpu_s": round(total, 1), "wall_min": round(total / jobs / 60, 2), "extrapolated": extrapolated,
-            "by_point": points}
+            "by_point": sorted(points, key=lambda p: p["point"])}
 
 
 def _reason(error: str) -> str:
@@ -149,9 +153,10 @@ def table(results: dict) -> str:
             size = f"{len(study.variants)} x {p['points'] // len(study.variants)} x {p['trials']}"
             paper_cell = f"{p['wall_min']:,.1f}"
             group = max((point.get("lockstep", 1) for point in p["by_point"]), default=1)
-            measured = f"one lockstep group of {group} trials per point" if group > 1 else "one trial per point"
+            measured = (f"the runner's lockstep group holding each point's trial 0 (up to {group} units), CPU per unit"
+                        if group > 1 else "one trial per point")
             how = (f"extrapolated from a fraction of the horizon ({measured})" if p["extrapolated"]
-                   else f"{measured} measured in full, times the trials")
+                   else f"{measured}, measured in full, times the trials")
         lines.append(f"| `{name}` | {study.source or '-'} | {size} | {quick_cell} | {paper_cell} | {how} |")
     lines.append("")
     lines.append(f"All quick-scale studies one after the other: **{quick_total / 60:.1f} minutes** wall with "

@@ -55,6 +55,7 @@ class BanditEnvironment:
     def __init__(self, options: Mapping[str, Any], num_agents: int, streams: Streams):
         self.options = dict(options)
         self.num_agents = num_agents
+        self.streams = streams
         self._generators = streams.many("rewards", num_agents)
         self._block = 256
         self._buffer = np.empty((num_agents, self._block))

@@ -123,6 +123,19 @@ def gapped_contexts(rng: np.random.Generator, theta: np.ndarray, count: int, arm
     return to_frame(theta, y).reshape(d, count, arms).transpose(1, 2, 0), values
 
 
+def draw_contexts(rng: np.random.Generator, law: tuple[str, tuple[float, float], tuple[float, float]],
+                  theta: np.ndarray, count: int, arms: int) -> tuple[np.ndarray, np.ndarray]:
+    """The contexts (count x arms x d) and their values <x, theta> of one observation: :func:`gapped_contexts`
+    for ``law = ("gapped", band, best_band)``, else i.i.d. uniform on the unit sphere. A pure function of the
+    generator's state and the arguments (what :meth:`netsim.engine.streams.Streams.draw` shares)."""
+    contexts, band, best_band = law
+    if contexts == "gapped":
+        return gapped_contexts(rng, theta, count, arms, band, best_band)
+    x = rng.normal(size=(count, arms, len(theta)))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    return x, x @ theta
+
+
 @bandits.register("linear")
 class LinearBandit(BanditEnvironment):
     """Linear contextual arms with Bernoulli or Gaussian rewards."""
@@ -168,6 +181,7 @@ class LinearBandit(BanditEnvironment):
         else:
             self.theta = unit_ball(streams.for_("means"), self.dimension)
         self._context_rng = streams.for_("contexts")
+        self._law = (options.get("contexts"), tuple(options["band"]), tuple(options["best_band"]))
         self._values = np.zeros((num_agents, options["arms"]))
         # Placeholder so that num_arms works before the first observation.
         self.local_means = np.zeros((num_agents, options["arms"]))
@@ -180,14 +194,8 @@ class LinearBandit(BanditEnvironment):
         as it is.
         """
         agents = np.asarray(agents, dtype=np.int64)
-        arms = self.options["arms"]
-        if self.options.get("contexts") == "gapped":
-            x, values = gapped_contexts(self._context_rng, self.theta, len(agents), arms, self.options["band"],
-                                        self.options["best_band"])
-        else:
-            x = self._context_rng.normal(size=(len(agents), arms, self.dimension))
-            x /= np.linalg.norm(x, axis=-1, keepdims=True)
-            values = x @ self.theta
+        x, values = self.streams.draw(self._context_rng, draw_contexts, self._law, self.theta, len(agents),
+                                      self.options["arms"])
         self._values[agents] = values
         return x
 

@@ -38,7 +38,7 @@ from netsim.engine.errors import InputError, ProtocolError
 from netsim.engine.messages import Message
 from netsim.engine.registry import audit_targets, register_protocol
 from netsim.engine.sim import Simulation
-from netsim.engine.streams import GroupedDraws, trial_sequence
+from netsim.engine.streams import GroupedDraws, SharedDraws, trial_sequence
 
 __all__ = [
     "INCARNATION",
@@ -55,6 +55,7 @@ __all__ = [
     "ReplayWindow",
     "RetransmitTimer",
     "Sequencer",
+    "SharedDraws",
     "Simulation",
     "Ticking",
     "Transport",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -36,8 +37,20 @@ class Streams:
     True
     """
 
-    def __init__(self, seed_sequence: np.random.SeedSequence):
+    def __init__(self, seed_sequence: np.random.SeedSequence, shared: SharedDraws | None = None):
         self.seed_sequence = seed_sequence
+        self.shared = shared
+
+    def draw(self, rng: np.random.Generator, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(rng, *args)``, made once for the trials run together that share this call (:class:`SharedDraws`).
+
+        ``fn`` must be a pure function of the generator's state and ``args`` (hashable values, e.g.
+        tuples, or arrays), and its callers must not write into what it returns (shared results are
+        read-only). A trial run alone calls ``fn`` as it is.
+        """
+        if self.shared is None:
+            return fn(rng, *args)
+        return self.shared.draw(rng, fn, args)
 
     def sequence(self, purpose: str, index: int | None = None) -> np.random.SeedSequence:
         """The child ``SeedSequence`` named by ``purpose`` and ``index``."""
@@ -52,6 +65,62 @@ class Streams:
     def many(self, purpose: str, count: int) -> list[np.random.Generator]:
         """Generators for indices ``0 .. count-1`` of ``purpose``."""
         return [self.for_(purpose, i) for i in range(count)]
+
+
+class SharedDraws:
+    """Draws made once for several trials that run together in lockstep (``netsim.engine.sim.run_lockstep``).
+
+    Trials of the same seed (variants of a study that differ in a protocol key, say) start their
+    streams in the same state; while they make the same calls, they draw the same numbers. A draw is
+    keyed by the function, the generator's state before it and the arguments: the first trial to make
+    it computes it and keeps the result and the generator's state after it; another trial that makes
+    the same call from the same state gets the same (read-only) result and its generator is moved to
+    that state, exactly as if it had drawn itself. A call that differs in anything is drawn anew, so
+    sharing never changes a trial's numbers. Only the draws of the latest instant are kept
+    (:meth:`forget`), so memory stays one instant's draws per distinct call.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple, tuple[Any, dict]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def draw(self, rng: np.random.Generator, fn: Callable[..., Any], args: tuple) -> Any:
+        state = rng.bit_generator.state
+        key = (fn, _flat(state), *(_frozen(a) for a in args))
+        kept = self._memo.get(key)
+        if kept is not None:
+            self.hits += 1
+            result, after = kept
+            rng.bit_generator.state = after
+            return result
+        self.misses += 1
+        result = fn(rng, *args)
+        _read_only(result)
+        self._memo[key] = (result, rng.bit_generator.state)
+        return result
+
+    def forget(self) -> None:
+        """Drop the kept draws (the trials have moved past the instant they were made at)."""
+        self._memo.clear()
+
+
+def _flat(state: dict) -> tuple:
+    """A generator's state (a dict of values and dicts, in the generator's own order) as a hashable tuple."""
+    return tuple((k, _flat(v) if isinstance(v, dict) else v) for k, v in state.items())
+
+
+def _frozen(value: Any) -> Any:
+    """An argument as a hashable key: an array by dtype, shape and bytes, any other value as it is."""
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape, value.tobytes())
+    return value
+
+
+def _read_only(result: Any) -> None:
+    for value in result if isinstance(result, tuple) else (result,):
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
 
 
 def trial_sequence(seed: int, trial: int, point: tuple[int, ...] = ()) -> np.random.SeedSequence:

@@ -18,6 +18,7 @@ Executors share one small interface (:class:`Executor`): ``results(fn, items)`` 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import math
 import os
@@ -76,8 +77,11 @@ def lockstep_groups(units: Sequence[Unit], jobs: int = 1) -> list[list[int]]:
 
     Units whose scenarios share a non-None :func:`netsim.engine.sim.lockstep_key` (and plug-in files) go
     together, in groups of at most ``LOCKSTEP_MAX`` and small enough that there are at least ``jobs``
-    groups when there are as many such units; every other unit is a group of its own. Groups keep unit
-    order; results do not depend on the grouping (a lockstep run gives each trial its own results).
+    groups when there are as many such units; every other unit is a group of its own. Within a key, the
+    units of one seed sequence (point and trial: the variants of a study) stay in one group unless they
+    are more than a group holds (a protocol may make their common draws once,
+    ``netsim.engine.streams.SharedDraws``). Results do not depend on the grouping (a lockstep run gives each
+    trial its own results).
     """
     by_key: dict[Any, list[int]] = {}
     groups: list[list[int]] = []
@@ -90,8 +94,19 @@ def lockstep_groups(units: Sequence[Unit], jobs: int = 1) -> list[list[int]]:
     together = sum(len(members) for members in by_key.values())
     size = max(1, min(LOCKSTEP_MAX, math.ceil(together / max(1, jobs))))
     for members in by_key.values():
-        count = math.ceil(len(members) / size)
-        groups += [members[i * len(members) // count:(i + 1) * len(members) // count] for i in range(count)]
+        target = math.ceil(len(members) / math.ceil(len(members) / size))  # even groups of at most size
+        group: list[int] = []
+        seed_sets = [list(same) for _, same in itertools.groupby(
+            sorted(members, key=lambda i: (units[i].point, units[i].trial, i)),
+            key=lambda i: (units[i].point, units[i].trial))]
+        for same in seed_sets:
+            for start in range(0, len(same), target):  # one seed sequence, cut only if too many
+                part = same[start:start + target]
+                if len(group) + len(part) > target:
+                    groups.append(group)
+                    group = []
+                group += part
+        groups.append(group)
     return sorted(groups)
 
 

@@ -114,6 +114,7 @@ from netsim.comm import (
     Protocol,
     ReplayWindow,
     Sequencer,
+    SharedDraws,
     Transport,
     can_lose,
     check_timer,
@@ -165,6 +166,32 @@ class CentralizedFedUCB(Protocol):
     @classmethod
     def check(cls, scenario: Any) -> None:
         check_timer(scenario.protocol)
+
+    @classmethod
+    def lockstep_key(cls, scenario: Any) -> Any:
+        """Trials of one seed run together (the runner puts those of one seed sequence side by side)."""
+        return scenario.run["seed"]
+
+    @classmethod
+    def lockstep(cls, protocols: list[CentralizedFedUCB]) -> Any:
+        """Run trials side by side, each on its own events, making their common context draws once.
+
+        Trials of one seed sequence that differ in a protocol key (the privacy budgets of Fig. 1(A),
+        the threshold modes of Fig. 1(B)) observe the same contexts: the contexts do not depend on the
+        agents' choices, only on the stream and the number of agents. Each trial starts as alone and
+        processes its own events; the bandits share a :class:`~netsim.comm.SharedDraws`, so a context
+        draw that another trial already made from the same stream state is taken from it (read-only)
+        instead of drawn again. Every trial's results are those it gets alone (tests/test_feducb_lockstep.py).
+        """
+        shared = SharedDraws()
+        for protocol in protocols:
+            protocol.sim.streams.shared = shared
+            protocol.start()
+
+        def advance(when: float) -> None:
+            shared.forget()  # the draws of earlier instants are not asked for again
+
+        return advance
 
     @classmethod
     def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
@@ -253,11 +280,17 @@ class CentralizedFedUCB(Protocol):
             contexts = bandit.observe(agents)
             arms = state.choose(contexts, beta_scale * self.cal.beta(state.logdet_v[rows]), rows)
             x = contexts[np.arange(len(agents)), arms]
-        rewards = bandit.pull_many(agents, arms)
-        state.update(x, rewards, rows)
-        state.dt[agents] += 1
-        fire = sync_trigger(state.logdet_w[agents], state.logdet_s[agents], state.dt[agents], self.D) \
-            & ~self.pending[agents]
+        if rows is None:  # every agent, one pull each (the floats of pull_many, without its sorting)
+            rewards = bandit.pull_each(arms)
+            state.update(x, rewards)
+            state.dt += 1
+            fire = sync_trigger(state.logdet_w, state.logdet_s, state.dt, self.D) & ~self.pending
+        else:
+            rewards = bandit.pull_many(agents, arms)
+            state.update(x, rewards, rows)
+            state.dt[agents] += 1
+            fire = sync_trigger(state.logdet_w[agents], state.logdet_s[agents], state.dt[agents], self.D) \
+                & ~self.pending[agents]
         for agent in agents[fire]:
             self.requests += 1
             self._request(int(agent), want=True)
