@@ -64,7 +64,7 @@ def test_only_paper_mode_with_the_unit_tick_runs_in_lockstep():
 def test_runner_groups_give_the_tables_of_single_trials():
     scenario = S.load("zhu2021-fig2a-eps2", {"run.horizon": 400, "run.checkpoints": 4, "run.trials": 5})
     units = [runner.Unit(scenario, trial) for trial in range(5)]
-    assert runner.lockstep_groups(units, 2) == [[0, 1], [2, 3, 4]]
+    assert runner.lockstep_groups(units, 2) == [[0, 1, 2], [3, 4]]   # even groups of at most ceil(5 / 2)
     assert runner.lockstep_groups(units, 1) == [[0, 1, 2, 3, 4]]
     grouped = runner.execute(units, executor="process", jobs=2, progress=False)
     for unit, result in zip(units, grouped, strict=True):
