@@ -422,6 +422,9 @@ def render(results: dict) -> str:
                     "or matplotlib is imported before the first trial (they load when results are written or "
                     "plotted, or when a bandit needs them).", ""]
         if bench.get("ratios"):
-            out += ["Ratios: " + "; ".join(f"{k} = **{v:.3g}x**" for k, v in bench["ratios"].items()), ""]
+            spread = bench.get("ratio_ranges", {})
+            out += ["Ratios: " + "; ".join(f"{k} = **{v:.3g}x**" + (f" (rounds {spread[k][0]:.3g}-{spread[k][1]:.3g})"
+                                                                  if k in spread else "")
+                                           for k, v in bench["ratios"].items()), ""]
     out += ["## Profile of the slowest family and fix", "", PROFILE]
     return "\n".join(out).rstrip() + "\n"
