@@ -151,7 +151,8 @@ class Metrics:
     def _sum_built(self) -> None:
         """Add the noted newly built edges to the link counters."""
         built, self._built = self._built, []
-        self._count_edges(np.array(built, dtype=np.int64))
+        # fromiter: np.array discovers the dtype of every element of a list of ints (~10x slower)
+        self._count_edges(np.fromiter(built, dtype=np.int64, count=len(built)))
 
     def _count_edges(self, new: np.ndarray) -> None:
         """Count the edges ``new`` (distinct ids) as built once each."""
