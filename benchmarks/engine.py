@@ -14,8 +14,20 @@ neighbour at every tick, for 100 ticks (80,000 messages). The same traffic runs 
   ``(due, sequence, message)`` tuples, delays drawn in one numpy call per tick, a pop and a
   handler call per message, no counters, no link accounting, no SimPy.
 
+Every implementation hands its handler the same facts per message: kind, source, destination,
+payload, send time, due time and size (the fields of :class:`netsim.engine.messages.Message`;
+the baselines as a plain tuple, which is cheaper to build than the engine's NamedTuple).
+
 Both with constant unit delays (paper mode: whole ticks are batched) and exponential delays
-(realistic mode: nearly every message has its own instant). Prints JSON.
+(realistic mode: nearly every message has its own instant).
+
+Measurement (:func:`interleaved`): CPU time on a shared machine drifts by tens of percent within
+a minute, so the implementations run in rounds, one run of each per round, in an order rotated
+from round to round (A B C D, B C D A, ...); a ratio is computed per round from the CPU times of
+that round and reported as the median over the rounds, with the rounds' range beside it. The
+median of paired ratios, rather than the ratio of two minima (timeit's rule for one
+implementation), because each round compares runs made seconds apart under the same load, and
+the median discards a round in which a burst hit one member of the pair. Prints JSON.
 
 Run: ``python benchmarks/engine.py``
 """
@@ -23,6 +35,7 @@ Run: ``python benchmarks/engine.py``
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import sys
 import time
@@ -35,7 +48,7 @@ from netsim.engine.distributions import Distribution
 from netsim.engine.metrics import Metrics
 from netsim.engine.network import Network
 
-AGENTS, DEGREE, TICKS, REPEATS = 200, 4, 100, 3
+AGENTS, DEGREE, TICKS, ROUNDS = 200, 4, 100, 9
 
 
 @functools.lru_cache(maxsize=4)
@@ -91,7 +104,8 @@ def run_naive(delay: Distribution, agents: int = AGENTS, degree: int = DEGREE, t
             for agent in range(agents):
                 for dst in neighbors[agent]:
                     wait = delay.args["value"] if delay.is_constant else float(delay.sample(rng))
-                    env.process(deliver((agent, dst, "M", agent), wait))
+                    now = env.now
+                    env.process(deliver(("M", agent, dst, agent, now, now + wait, 1), wait))
             yield env.timeout(1.0)
 
     env.process(clock())
@@ -116,8 +130,9 @@ def run_callbacks(delay: Distribution, agents: int = AGENTS, degree: int = DEGRE
     def clock():
         for _ in range(ticks):
             delays = delay.sample(rng, len(links)).tolist()
+            now = env.now
             for (agent, dst), wait in zip(links, delays, strict=True):
-                message = (agent, dst, "M", agent)
+                message = ("M", agent, dst, agent, now, now + wait, 1)
                 env.timeout(wait).callbacks.append(lambda _event, message=message: handler(message))
             yield env.timeout(1.0)
 
@@ -149,34 +164,58 @@ def run_heapq(delay: Distribution, agents: int = AGENTS, degree: int = DEGREE, t
             handler(heapq.heappop(heap)[2])
         delays = delay.sample(rng, len(links)).tolist()
         for (agent, dst), wait in zip(links, delays, strict=True):
-            heapq.heappush(heap, (now + wait, sequence, (agent, dst, "M", agent)))
+            due = now + wait
+            heapq.heappush(heap, (due, sequence, ("M", agent, dst, agent, now, due, 1)))
             sequence += 1
     while heap:
         handler(heapq.heappop(heap)[2])
     return received[0], time.perf_counter() - start
 
 
-def best_rate(fn, delay) -> dict:
-    rates = []
-    count = 0
-    for _ in range(REPEATS):
-        count, seconds = fn(delay)
-        rates.append(count / seconds)
-    return {"messages": count, "per_second_median": float(np.median(rates)), "per_second_max": float(max(rates))}
+IMPLEMENTATIONS = {"engine": run_engine, "naive": run_naive, "callbacks": run_callbacks, "heapq": run_heapq}
+
+
+def interleaved(delay: Distribution, rounds: int = ROUNDS, agents: int = AGENTS, degree: int = DEGREE,
+                ticks: int = TICKS, names: tuple[str, ...] = tuple(IMPLEMENTATIONS)) -> dict:
+    """Run every implementation once per round, in an order rotated per round (module docstring).
+
+    Returns ``{"messages": {name: count}, "cpu_s": {name: [one per round]}, "wall_s": {...},
+    "order": [[names in round 0's order], ...]}``; an untimed warm-up run of each comes first.
+    """
+    for name in names:
+        IMPLEMENTATIONS[name](delay, agents, degree, 1)
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    messages: dict[str, int] = {}
+    order = []
+    for r in range(rounds):
+        turn = names[r % len(names):] + names[:r % len(names)]
+        order.append(list(turn))
+        for name in turn:
+            gc.collect()
+            w, c = time.perf_counter(), time.process_time()
+            messages[name], _ = IMPLEMENTATIONS[name](delay, agents, degree, ticks)
+            cpu[name].append(max(time.process_time() - c, 1e-9))
+            wall[name].append(time.perf_counter() - w)
+    return {"messages": messages, "cpu_s": cpu, "wall_s": wall, "order": order}
+
+
+def paired_ratios(run: dict, name: str, baseline: str) -> list[float]:
+    """Per round, the baseline's CPU time over ``name``'s: the rate of ``name`` over the baseline's."""
+    return [b / a for a, b in zip(run["cpu_s"][name], run["cpu_s"][baseline], strict=True)]
 
 
 def main() -> dict:
-    out = {"workload": f"{AGENTS} agents, {DEGREE}-regular, broadcast every tick for {TICKS} ticks"}
+    out: dict = {"workload": f"{AGENTS} agents, {DEGREE}-regular, broadcast every tick for {TICKS} ticks",
+                 "rounds": ROUNDS}
     for label, delay in (("constant", Distribution("constant", {"value": 1.0})),
                          ("exponential", Distribution("exponential", {"mean": 1.0}))):
-        engine = best_rate(run_engine, delay)
-        naive = best_rate(run_naive, delay)
-        callbacks = best_rate(run_callbacks, delay)
-        plain = best_rate(run_heapq, delay)
-        out[label] = {"engine": engine, "naive": naive, "callbacks": callbacks, "heapq": plain,
-                      "speedup": engine["per_second_median"] / naive["per_second_median"],
-                      "of_callbacks": engine["per_second_median"] / callbacks["per_second_median"],
-                      "of_heapq": engine["per_second_median"] / plain["per_second_median"]}
+        run = interleaved(delay)
+        out[label] = {"messages": run["messages"], "cpu_s": run["cpu_s"]}
+        for baseline in ("naive", "callbacks", "heapq"):
+            ratios = paired_ratios(run, "engine", baseline)
+            out[label][f"engine/{baseline}"] = {"median": float(np.median(ratios)), "min": min(ratios),
+                                                "max": max(ratios)}
     return out
 
 

@@ -14,22 +14,25 @@ WHY: dict[str, str] = {
         "message, an entry, its share of one sort and a Message for its handler, plus its counters and "
         "link accounting, and the naive baseline pays a SimPy process per message.",
     "engine/heapq (exponential delays)":
-        "the engine does per message what the heapq loop does (an entry, its ordering, a handler call) "
-        "plus what the loop does not: a Message for the handler (a NamedTuple: built through "
-        "tuple.__new__ and released, about 1,900 instructions, against some 200 for the loop's plain "
-        "tuple; CPython has no cheaper way to make an instance of a tuple subclass), two Python calls per "
-        "send (broadcast, the send path) and per send the per-kind and per-node counters, the noted link "
-        "ids (li2022 Eq. 2), the fault checks and the wake-up; measured with callgrind "
-        "(PYTHONHASHSEED=0), about 9,970 instructions per message against 7,270 for the heapq loop (a "
-        "ratio of 0.73), and CPU times on this shared machine vary by +-15 % between runs, more for the "
-        "engine than for the small heapq loop.",
+        "the engine does per message what the heapq loop does (an entry, its ordering, a handler call with "
+        "the message's fields) plus what the loop does not: a Message for the handler (a NamedTuple built "
+        "from a slice of the entry through tuple.__new__ and released: about 2,100 instructions, against "
+        "some 450 for the loop's plain tuple; CPython has no cheaper way to make an instance of a tuple "
+        "subclass), two Python calls per send (broadcast, the send path: about 1,100 instructions per "
+        "message at degree 4), the per-kind and per-node counters (about 450), the noted link ids "
+        "(li2022 Eq. 2: about 700) and a 10-field entry per message built at send (about 650). Callgrind "
+        "(PYTHONHASHSEED=0, a 200-tick run less a 100-tick run, 80,000 messages): about 9,990 "
+        "instructions per message against 7,360 for the heapq loop (a ratio of 0.74); CPU times on this "
+        "shared machine vary by tens of percent between rounds (the range beside each ratio).",
     "engine/callbacks (exponential delays)":
         "SimPy with a timeout and a callback per message pays an event, a heap push and pop and a SimPy "
-        "step per message, but no Message object, no counters and no link accounting; the engine's margin "
-        "is its sorted run (one sort per wake-up instead of a heap operation per message) and its stretch "
-        "loop, against the per-message costs it keeps (see engine/heapq). The callbacks loop takes about "
-        "3.2x the heapq loop's time in the same run, so 3x callbacks asks for about 0.94x the lean heapq "
-        "loop, which builds no Message.",
+        "step per message, but no Message object, no counters and no link accounting. By callgrind it "
+        "runs about 17,270 instructions per message (2.35x the heapq loop), so 3x callbacks asks for about "
+        "5,760 instructions per message, below the heapq loop's 7,360, from an engine at about 9,990: it "
+        "needs the per-message entry and the slice gone (one record per send, Messages built in bulk at "
+        "the wake-up), the link ids marked per slot rather than per instant, and fewer Python calls per "
+        "send. In CPU time the callbacks loop takes about 3.2x the heapq loop (it allocates more objects "
+        "per message), so the CPU ratio is higher than the count's 1.73.",
     "realistic/paper CPU, dubey2020a-fig1a, M = 200, T = 1000, exponential delays mean 1":
         "paper mode computes the hops as sparse products per tick; realistic mode handles about 4,000 "
         "record copies per tick (a compiled loop over the copies, then the latest table's sums and the "
@@ -424,6 +427,9 @@ def render(results: dict) -> str:
                     "or matplotlib is imported before the first trial (they load when results are written or "
                     "plotted, or when a bandit needs them).", ""]
         if bench.get("ratios"):
-            out += ["Ratios: " + "; ".join(f"{k} = **{v:.3g}x**" for k, v in bench["ratios"].items()), ""]
+            spread = bench.get("ratio_ranges", {})
+            out += ["Ratios: " + "; ".join(f"{k} = **{v:.3g}x**" + (f" (rounds {spread[k][0]:.3g}-{spread[k][1]:.3g})"
+                                                                  if k in spread else "")
+                                           for k, v in bench["ratios"].items()), ""]
     out += ["## Profile of the slowest family and fix", "", PROFILE]
     return "\n".join(out).rstrip() + "\n"

@@ -13,6 +13,7 @@ import math
 import os
 import shlex
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from benchmarks import realistic as realistic_bench
 from benchmarks import rio2023 as rio_bench
 from benchmarks import scale as scale_bench
 from benchmarks import zhu2021 as zhu_bench
-from benchmarks.harness import loglog_slope, ratio, run_case
+from benchmarks.harness import loglog_slope, maxrss_mib, ratio, run_case, summary
 from netsim.engine.distributions import Distribution
 from netsim.engine.sim import run_trial
 from netsim.engine.streams import trial_sequence
@@ -39,6 +40,7 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {
         "repeats": 3,
         "engine": {"agents": 200, "degree": 4, "ticks": 100},
+        "engine_rounds": 9,
         "gossip": {"ticks": 5000},
         "local": {"agents": 200, "horizon": 100},
         "feducb": {"horizon": 1000},
@@ -48,6 +50,7 @@ SIZES: dict[str, dict[str, Any]] = {
     "quick": {
         "repeats": 1,
         "engine": {"agents": 20, "degree": 4, "ticks": 5},
+        "engine_rounds": 2,
         "gossip": {"ticks": 100},
         "local": {"agents": 20, "horizon": 5, "extra": ["network.p=0.5"]},
         "feducb": {"horizon": 20},
@@ -70,28 +73,46 @@ def run_scenario(name: str, overrides: list[str], trial: int = 0) -> dict:
 
 # ----------------------------------------------------------------------------- engine
 def engine(quick: bool) -> dict:
-    """Engine message throughput against one SimPy process per message and a plain heapq loop (benchmarks/engine.py)."""
+    """Engine message throughput against SimPy (a process per message; a timeout and callback per message)
+    and a plain heapq loop: interleaved rounds, median of the per-round ratios (benchmarks/engine.py)."""
     size = SIZES["quick" if quick else "full"]
     e = size["engine"]
-    cases, ratios = {}, {}
+    rounds = size["engine_rounds"]
+    cases, ratios, ranges = {}, {}, {}
     for label, delay in (("constant", Distribution("constant", {"value": 1.0})),
                          ("exponential", Distribution("exponential", {"mean": 1.0}))):
-        for impl, fn in (("engine", engine_bench.run_engine), ("naive", engine_bench.run_naive),
-                         ("callbacks", engine_bench.run_callbacks), ("heapq", engine_bench.run_heapq)):
-            def case(fn=fn, delay=delay):
-                return {"work": fn(delay, e["agents"], e["degree"], e["ticks"])[0]}
-            cases[f"{impl}-{label}"] = run_case(case, repeats=size["repeats"])
+        peaks = {}
+        for impl, fn in engine_bench.IMPLEMENTATIONS.items():  # the peak heap of one run, untimed
+            tracemalloc.start()
+            try:
+                fn(delay, e["agents"], e["degree"], e["ticks"])
+                peaks[impl] = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
+            finally:
+                tracemalloc.stop()
+        run = engine_bench.interleaved(delay, rounds, e["agents"], e["degree"], e["ticks"])
+        for impl in engine_bench.IMPLEMENTATIONS:
+            cpu, work = run["cpu_s"][impl], run["messages"][impl]
+            cases[f"{impl}-{label}"] = {"repeats": rounds, "work": work, "wall_s": summary(run["wall_s"][impl]),
+                                        "cpu_s": summary(cpu), "rate_per_cpu_s": summary([work / c for c in cpu]),
+                                        "peak_heap_mib": peaks[impl], "maxrss_mib": maxrss_mib(), "info": {}}
         for baseline in ("naive", "callbacks", "heapq"):
-            ratios[f"engine/{baseline} ({label} delays)"] = ratio(cases[f"engine-{label}"],
-                                                                   cases[f"{baseline}-{label}"])
+            key = f"engine/{baseline} ({label} delays)"
+            paired = summary(engine_bench.paired_ratios(run, "engine", baseline))
+            ratios[key] = paired["median"]
+            ranges[key] = [paired["min"], paired["max"]]
     return {
         "title": "Engine message throughput vs SimPy (a process per message; a timeout and callback per message) "
                  "and a plain heapq loop",
         "workload": f"{e['agents']} agents, {e['degree']}-regular graph, every agent broadcasts every tick for "
-                    f"{e['ticks']} ticks, one handler call per message; unit: messages delivered",
+                    f"{e['ticks']} ticks, one handler call per message (each implementation hands its handler "
+                    "the same fields: kind, source, destination, payload, send and due times, size); unit: "
+                    f"messages delivered. {rounds} rounds, one run of each implementation per round in an order "
+                    "rotated per round; a ratio is the median over the rounds of the ratio of CPU times within "
+                    "a round (paired runs under the same load), its rounds' range in brackets",
         "unit": "messages",
         "cases": cases,
         "ratios": ratios,
+        "ratio_ranges": ranges,
         "targets": {"engine/naive (constant delays)": [">=", 5.0], "engine/naive (exponential delays)": [">=", 5.0],
                     "engine/callbacks (exponential delays)": [">=", 3.0],
                     "engine/heapq (exponential delays)": [">=", 0.7]},

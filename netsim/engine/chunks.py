@@ -30,6 +30,8 @@ def _copy(payload: Any) -> Any:
 class ChunkSends:
     """``broadcast_chunks`` and its parts (the network sets the state they use)."""
 
+    __slots__ = ()
+
     def broadcast_chunks(self, kind: str, srcs: np.ndarray, bounds: np.ndarray, payload: np.ndarray) -> int:
         """Every agent ``srcs[i]`` sends the rows ``payload[bounds[i]:bounds[i+1]]`` to each agent neighbour.
 

@@ -79,6 +79,8 @@ class DeliveryHeap:
     """The delivery queue, the wake-up and the delivery of :class:`netsim.engine.network.Network` (which sets the
     state)."""
 
+    __slots__ = ()
+
     _fresh: list[tuple]
     _fresh_kinds: set[str]  # the kinds among them
     _run: list[tuple]

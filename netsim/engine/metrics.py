@@ -194,7 +194,8 @@ class Metrics:
         """Add the noted newly built edges to the link counters."""
         built, self._built = self._built, []
         arrays, self._built_arrays, self._built_waiting = self._built_arrays, [], 0
-        self._count_edges(np.concatenate([np.array(built, dtype=np.int64), *arrays]))
+        # fromiter: np.array discovers the dtype of every element of a list of ints (~10x slower)
+        self._count_edges(np.concatenate([np.fromiter(built, dtype=np.int64, count=len(built)), *arrays]))
 
     def _count_edges(self, new: np.ndarray, times: int = 1) -> None:
         """Count the edges ``new`` (distinct ids) as built ``times`` times each."""

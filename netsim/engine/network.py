@@ -143,6 +143,15 @@ class Network(DeliveryHeap, ChunkSends):
     component unless the scenario splits the agents for a hybrid structure).
     """
 
+    # slots: the send and delivery paths read a dozen attributes per call (a dict of ~50 keys is slower)
+    __slots__ = ("_adversary_rng", "_agent_links", "_agent_neighbors", "_alarm", "_alarm_at", "_alone",
+                 "_batch_handlers", "_corruptors", "_cursor", "_delay", "_delay_rng", "_delays", "_delivering",
+                 "_edge_of", "_faults", "_fresh", "_fresh_kinds", "_handlers", "_heap", "_held", "_holding",
+                 "_in_flight", "_loss", "_neighbor_edges", "_neighbors", "_node_handlers", "_overrides", "_plain",
+                 "_record_handlers", "_run", "_run_kinds", "_sampled", "_sequence", "_server_delay", "_simple",
+                 "_tracer", "_uniform_links", "adversary", "agent_dst", "agent_edge", "agent_ptr", "components",
+                 "env", "graph", "metrics", "num_agents", "num_nodes", "rng", "servers")
+
     def __init__(
         self,
         env: simpy.Environment,
