@@ -39,10 +39,13 @@ WHY: dict[str, str] = {
         "flush with numpy and the engine's flights), a few dozen numpy calls per tick whose fixed cost "
         "dominates at this size.",
     "realistic/paper CPU, gossip-ucb, 1,000-agent ring, T = 1000, exponential delays mean 1":
-        "gossip-ucb realistic sends its n-tilde broadcasts one agent at a time and reads them with a batch "
-        "reader at every delivery instant (one handler call per message with continuous delays); batching "
-        "them is the zhu2021 protocol's part of issue 25 (another helper's work); the engine's share of the "
-        "realistic trial is in the table below.",
+        "each tick's n-tilde broadcast is one flight of about 2,000 messages, read at the next tick with one "
+        "maximum per receiver (maximum.reduceat over the stacked payloads); what is left is the pairwise "
+        "exchange messages, which go through the delivery heap one entry each (DeliveryHeap._wake, about "
+        "12 % of a py-spy profile), the settling of the flights (about 7 %) and the per-tick numpy step. "
+        "Paper mode got faster in the same change set (a cheaper tree counter and quantile draws), so the "
+        "ratio rose although the realistic trial fell: the previous run (2026-11-27, an earlier session) had paper "
+        "1.26-1.32 and realistic 3.66-4.05 CPU s (2.93x), this one the numbers in the table below.",
     "plain/engine, Gossip_UCB":
         "the engine path adds the SimPy clock process, the bandit environment's bookkeeping (per-agent "
         "regret and pull counts, exact-law reward draws) and the checkpoints to the same numpy update.",
@@ -63,18 +66,17 @@ WHY_LIMIT: dict[str, str] = {
         "gamma = 2 and gamma = D place about 35,000 and 40,000 new reward samples per trial step in their "
         "agents' X or Y halves in arrival order, and CPU time on this shared machine grows with its load.",
     "realistic dubey2020a-private M = 10,000":
-        "about 4.2 million record copies per tick (gamma = 2, mean degree 20) are delivered, sorted and "
-        "checked against each pair's anti-replay window, and about 4 million latest-table entries (10 values "
-        "each) are replaced per tick; they are handled receiver by receiver in blocks of 32,768 copies that "
-        "stay in cache, and what is left is numpy passes, some 25 over every copy and 15 over every replaced "
-        "entry, plus the sums over the whole table (cProfile of 20 ticks: copies and windows 29 %, latest "
-        "table and sums 32 %, joining and grouping each batch 24 %, the flush and the engine 7 %, set-up 8 %); "
-        "paper mode does the same hops as sparse products.",
+        "about 4.2 million record copies per tick (gamma = 2, mean degree 20) are checked against each pair's "
+        "anti-replay window and about 4 million latest-table entries (10 values each) are replaced per tick, "
+        "by two compiled loops (netsim.comm.kernels, numba) that are bound by memory traffic at about 0.14 s "
+        "per tick each; joining each batch's payloads, the sums over the whole table (np.add.reduceat, kept "
+        "for bit-identical tables) and the flush make up most of the rest. The same code measured 47.7-65.4 "
+        "CPU s in whole-process runs on this machine on the same day: the limit is within that spread.",
     "gossip-ucb, 10,000-agent ring":
-        "its set-up and per-tick update belong to the zhu2021 family (closed-form gossip matrix and sparse "
-        "lambda_2 are another helper's work of issue 16), not to the engine.",
+        "its set-up and per-tick update belong to the zhu2021 family (the gossip matrix and lambda_2 at "
+        "set-up, the per-tick numpy step), not to the engine.",
     "ddp-mab, 1,000 agents":
-        "GIS with one shared (M, K) table is the li2022 family's part of issue 16 (another helper's work).",
+        "its cost is the li2022 family's GIS handshakes over one shared (M, K) table, not the engine.",
 }
 
 #: Profile of the slowest family and the fix, measured by hand (see the text); filled in below.

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "studies.md"
 BEGIN = "<!-- studies table: written by `python -m benchmarks.studies` -->"
 END = "<!-- end of the studies table -->"
-FULL_BUDGET = 20.0  # CPU s: a point whose estimated full trial (or lockstep group) costs more is extrapolated
+FULL_BUDGET = 20.0  # CPU s: a point whose estimated full trial (or whole lockstep group) costs more is extrapolated
 
 
 def quick(name: str, jobs: int, sets: list[str]) -> dict:
@@ -106,7 +106,7 @@ def paper(name: str, jobs: int, sets: list[str]) -> dict:
         fixed = _fixed_cpu(members, factor * 1000)
         cpu, rows = _group_cpu(members, factor)
         finished_early = any(row["end_time"] < row["horizon"] for row in rows)
-        if finished_early or cpu * factor <= FULL_BUDGET * len(members):
+        if finished_early or cpu * factor <= FULL_BUDGET:   # the whole group's estimated CPU
             cpu, rows = _group_cpu(members, None)
             per_unit, scaled = cpu / len(members), False
         else:
@@ -157,6 +157,8 @@ def table(results: dict) -> str:
                         if group > 1 else "one trial per point")
             how = (f"extrapolated from a fraction of the horizon ({measured})" if p["extrapolated"]
                    else f"{measured}, measured in full, times the trials")
+        if row.get("set"):
+            how += "; run with " + ", ".join(f"--set {item}" for item in row["set"])
         lines.append(f"| `{name}` | {study.source or '-'} | {size} | {quick_cell} | {paper_cell} | {how} |")
     lines.append("")
     lines.append(f"All quick-scale studies one after the other: **{quick_total / 60:.1f} minutes** wall with "
@@ -188,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[studies] {name} ...", file=sys.stderr, flush=True)
         row = results["studies"].setdefault(name, {})
         row["quick"] = quick(name, args.jobs, args.set)
+        row.pop("set", None)
+        if args.set:  # shown in the table; a file is named without its directory (machine-specific)
+            row["set"] = [f"{key}={Path(value).name if '/' in value else value}"
+                          for key, _, value in (item.partition("=") for item in args.set)]
         if not args.no_paper:
             try:
                 row["paper"] = paper(name, args.jobs, args.set)
