@@ -32,7 +32,8 @@ and deferred readers, the tracer, per-node handlers and crash drops.
 
 The counters of a stretch (per-kind ``delivered``, per-node received, the network's
 ``in_flight``) are brought up to date together when it ends, before any other delivery, event or
-read outside the loop.
+read outside the loop; its receivers are only noted (``Metrics.received_ids``, one C-level
+``extend``) and counted in bulk when read (see :mod:`netsim.engine.metrics`).
 """
 
 from __future__ import annotations
@@ -150,10 +151,11 @@ class DeliveryHeap:
             return
         if cursor < len(run) - 1:
             kinds |= self._run_kinds
-        run = run[cursor:-1] + fresh
+        del run[:cursor]  # in place: the unread rest (sorted) first, then the fresh entries in place of _END
+        run[-1:] = fresh
         run.sort(key=_due)
         run.append(_END)
-        self._run, self._cursor, self._run_kinds = run, 0, kinds
+        self._cursor, self._run_kinds = 0, kinds
 
     def _arm(self, due: float) -> None:
         self._alarm_at = due
@@ -314,11 +316,13 @@ class DeliveryHeap:
                 self._arm(head)
 
     def _count_stretch(self, run: list[tuple], start: int, stop: int) -> None:
-        """Count the messages ``run[start:stop]`` delivered by a stretch: receivers, in flight."""
+        """Count the messages ``run[start:stop]`` delivered by a stretch: receivers (noted, counted in bulk
+        by :class:`~netsim.engine.metrics.Metrics`), in flight."""
         self._in_flight -= stop - start
-        received = self.metrics.received_by_node
-        for entry in islice(run, start, stop):
-            received[entry[4]] += 1
+        metrics = self.metrics
+        metrics.received_ids += map(_destination, run[start:stop])
+        if len(metrics.received_ids) >= metrics.SUM_FROM:
+            metrics.count_received()
 
     # ------------------------------------------------------------------ delivery
     def _deliver(self, batch: list[tuple]) -> None:

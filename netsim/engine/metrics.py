@@ -22,7 +22,10 @@ Two ways to feed it, which must not be mixed within one trial:
 
 Per-node counters are plain lists for the single-message paths (an element increment is much
 cheaper on a list than on a numpy array) plus numpy arrays for the multicast paths; the
-``node_*`` properties add the two.
+``node_*`` properties add the two. The network's delivery loop, which delivers long stretches of
+single messages, only appends their receivers to :attr:`Metrics.received_ids` (one C-level
+``extend`` per stretch); those are counted with ``np.bincount`` when :attr:`node_received` is read
+or when the list grows long (:data:`Metrics.SUM_FROM`).
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ class Metrics:
         # Plain lists: incrementing one element is much cheaper than on a numpy array.
         self.sent_by_node = [0] * self.num_nodes
         self.received_by_node = [0] * self.num_nodes
+        #: receivers of delivered messages not counted in received_by_node / received_bulk yet
+        self.received_ids: list[int] = []
         self.links_by_node = [0] * self.num_nodes
         self._agent_agent = self._server_agent = 0  # links built, less those in _built
         self._built: list[int] = []  # ids of edges newly built in their slot, not yet summed
@@ -226,7 +231,16 @@ class Metrics:
 
     @property
     def node_received(self) -> np.ndarray:
+        self.count_received()
         return np.array(self.received_by_node, dtype=np.int64) + self.received_bulk
+
+    def count_received(self) -> None:
+        """Add the noted receivers (:attr:`received_ids`) to the per-node received counts."""
+        ids = self.received_ids
+        if ids:
+            self.received_bulk += np.bincount(np.fromiter(ids, dtype=np.int64, count=len(ids)),
+                                              minlength=self.num_nodes)
+            ids.clear()
 
     @property
     def node_links(self) -> np.ndarray:
