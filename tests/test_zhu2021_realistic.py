@@ -344,6 +344,7 @@ def test_heard_counts_are_the_per_message_maximum(faults, adversary):
     def checking():
         # what collect() will hand over: the kind's held records (the network has __slots__, so its
         # methods cannot be wrapped on the instance)
+        network.settle()
         records = list(network._held[ntilde])
         messages = [m for r in records for m in (r.messages() if hasattr(r, "messages") else [r])]
         got = heard()
@@ -359,3 +360,16 @@ def test_heard_counts_are_the_per_message_maximum(faults, adversary):
     assert len(checked) >= 250 and sum(checked) > 1000, (len(checked), sum(checked))
     if adversary:
         assert sim.metrics.kind(ntilde).corrupted > 100
+
+
+def test_ntilde_messages_due_at_the_horizon_stay_in_flight():
+    """The held ñ flights are settled when read; the trial ends before the horizon's deliveries, so with
+    unit delays exactly the ñ broadcast of the last tick (due at the horizon) is still in flight: one
+    message per direction of each of the ring's 10 links, and every earlier one delivered."""
+    sc = scenario({"name": "gossip-ucb", "mode": "realistic"}, horizon=20, seed=3,
+                  network={"delay": {"model": "constant", "value": 1.0}}, **SETTINGS["ring10"])
+    sim = Simulation(sc, trial_sequence(3, 0))
+    sim.run()
+    counts = sim.metrics.kind(gossip_ucb.NTILDE)
+    assert counts.sent == 20 * 20 and counts.dropped == 0
+    assert counts.sent - counts.delivered == 20

@@ -146,7 +146,7 @@ class Network(DeliveryHeap, ChunkSends):
     # slots: the send and delivery paths read a dozen attributes per call (a dict of ~50 keys is slower)
     __slots__ = ("_adversary_rng", "_agent_links", "_agent_neighbors", "_alarm", "_alarm_at", "_alone",
                  "_batch_handlers", "_corruptors", "_cursor", "_delay", "_delay_rng", "_delays", "_delivering",
-                 "_edge_of", "_faults", "_fresh", "_fresh_kinds", "_handlers", "_heap", "_held", "_holding",
+                 "_early", "_edge_of", "_faults", "_fresh", "_fresh_kinds", "_handlers", "_heap", "_held", "_holding",
                  "_in_flight", "_loss", "_neighbor_edges", "_neighbors", "_node_handlers", "_overrides", "_plain",
                  "_record_handlers", "_run", "_run_kinds", "_sampled", "_sequence", "_server_delay", "_simple",
                  "_tracer", "_uniform_links", "adversary", "agent_dst", "agent_edge", "agent_ptr", "components",
@@ -211,6 +211,7 @@ class Network(DeliveryHeap, ChunkSends):
         self._tracer: Callable[[str, Message], None] | None = None
         self._faults: Any = None
         self._holding = Holding(self)  # flights of deferred kinds (netsim.engine.held)
+        self._early = False
         self._plain = self._simple  # no tracer, no faults, one delay law, no loss: the send fast path
 
     def _build_adjacency(self) -> None:
@@ -248,8 +249,11 @@ class Network(DeliveryHeap, ChunkSends):
         self._tracer = tracer
         self._plain = self._simple and not tracer and self._faults is None
         if tracer and self._holding.flights:  # from now on every message goes through the queue, in order
+            self.settle()
             self._heap.extend(self._holding.drain())
             heapq.heapify(self._heap)
+            if self._heap and self._heap[0][0] < self._alarm_at and not self._delivering:
+                self._arm(self._heap[0][0])
 
     @property
     def faults(self) -> Any:
@@ -262,6 +266,8 @@ class Network(DeliveryHeap, ChunkSends):
     @faults.setter
     def faults(self, faults: Any) -> None:
         self._faults = faults
+        if faults is not None:
+            faults.before_change = self._before_deliveries  # held flights meet a crash with the state before it
         self._plain = self._simple and not self._tracer and faults is None
 
     # ------------------------------------------------------------------ graph facts
@@ -329,7 +335,7 @@ class Network(DeliveryHeap, ChunkSends):
         as for any kind, and kept by the engine; :meth:`collect` hands over everything delivered
         since the previous call. A :meth:`broadcast_chunks` call of such a kind is one *flight*
         (``netsim.engine.held``): its messages stay arrays, per-link due times included, with sampled
-        delays too; they are counted between SimPy events, with numpy.
+        delays too; they are counted, with numpy, when something can see them (:meth:`settle`).
         """
         self._claim(kind, "subscribe_deferred")
         self._held[kind] = []
@@ -343,6 +349,7 @@ class Network(DeliveryHeap, ChunkSends):
         in ``(due, sequence)`` order); where every item has one due time, the list itself is in
         delivery order.
         """
+        self.settle()
         held = self._held[kind]
         if not held:
             return held
