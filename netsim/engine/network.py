@@ -71,10 +71,12 @@ BLOCK = 4096             # delays drawn at once per law
 class _Delays:
     """Endless delays of one law, drawn :data:`BLOCK` at a time (one numpy call per block).
 
-    The delays not taken yet are ``block[at:]``; a block is drawn only when a delay past the
+    The delays not taken yet are ``array[at:]``; a block is drawn only when a delay past the
     previous one is asked for, so the draws from the ``delays`` stream are the same whether delays
-    are taken one by one or several at once. (The network's plain send path reads ``block`` and
-    ``at`` itself when a send's delays are all in the current block: it saves a call per send.)
+    are taken one by one or several at once. ``block`` is the same block as a list of floats, made
+    when a delay of the block is first taken one by one (array users never pay for it); the
+    network's plain send path reads ``block`` and ``at`` itself when a send's delays are all in the
+    listed block: it saves a call per send.
     """
 
     __slots__ = ("law", "rng", "block", "array", "at", "low")
@@ -90,17 +92,19 @@ class _Delays:
         """The next ``count`` delays."""
         start = self.at
         stop = start + count
-        if stop <= len(self.block):
+        block = self._listed()
+        if stop <= len(block):
             self.at = stop
-            return self.block[start:stop]
-        out = self.block[start:]
+            return block[start:stop]
+        out = block[start:]
         while True:
             self._draw()
+            block = self._listed()
             need = count - len(out)
             if need <= BLOCK:
                 self.at = need
-                return out + self.block[:need]
-            out += self.block
+                return out + block[:need]
+            out += block
 
     def take_array(self, count: int) -> np.ndarray:
         """The next ``count`` delays as an array (the same draws as :meth:`take`)."""
@@ -122,8 +126,14 @@ class _Delays:
 
     def _draw(self) -> None:
         self.array = self.law.sample(self.rng, BLOCK)
-        self.block = self.array.tolist()
+        self.block = []  # made from the array when a delay is first taken as a float (_listed)
         self.low = float(self.array.min())
+
+    def _listed(self) -> list[float]:
+        """The current block as a list (array users, ``take_array``, never pay for it)."""
+        if len(self.block) != len(self.array):
+            self.block = self.array.tolist()
+        return self.block
 
     def next(self) -> float:
         """The next delay."""
