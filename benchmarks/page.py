@@ -39,13 +39,13 @@ WHY: dict[str, str] = {
         "flush with numpy and the engine's flights), a few dozen numpy calls per tick whose fixed cost "
         "dominates at this size.",
     "realistic/paper CPU, gossip-ucb, 1,000-agent ring, T = 1000, exponential delays mean 1":
-        "each tick's n-tilde broadcast is one flight of about 2,000 messages, read at the next tick with one "
-        "maximum per receiver (maximum.reduceat over the stacked payloads); what is left is the pairwise "
-        "exchange messages, which go through the delivery heap one entry each (DeliveryHeap._wake, about "
-        "12 % of a py-spy profile), the settling of the flights (about 7 %) and the per-tick numpy step. "
-        "Paper mode got faster in the same change set (a cheaper tree counter and quantile draws), so the "
-        "ratio rose although the realistic trial fell: the previous run (2026-11-27, an earlier session) had paper "
-        "1.26-1.32 and realistic 3.66-4.05 CPU s (2.93x), this one the numbers in the table below.",
+        "each tick's n-tilde broadcast is one flight of about 2,000 messages (its delays one slice of the "
+        "law's block, sorted once), settled when the next tick collects it (held flights are settled when "
+        "read, about once a tick instead of about 7.6 times) and read with one maximum.at over the flat "
+        "(receiver, arm) cells; what is left is that per-tick array work (the send about 20 %, the read "
+        "about 13 % of a py-spy profile), the pairwise exchange messages with their transports (about "
+        "10 %) and the per-tick numpy step both modes share. The previous run (2026-11-27) had 3.12x "
+        "(paper 0.62-0.85, realistic 1.91-2.05 CPU s).",
     "plain/engine, Gossip_UCB":
         "the engine path adds the SimPy clock process, the bandit environment's bookkeeping (per-agent "
         "regret and pull counts, exact-law reward draws) and the checkpoints to the same numpy update.",
@@ -88,11 +88,12 @@ exponential delays took 18-100x the paper-mode CPU of the same trial. Now:
 
 1. `netsim/engine/held.py`: a `broadcast_chunks` flush of a kind with a deferred reader is one *flight*,
    whatever the delays: arrays sorted by `(due, sequence)`, per-link due times drawn as one slice of
-   the law's block (the same draws as one link at a time). The delivery loop settles the flights in
-   windows between its queue entries and SimPy events (one `searchsorted` and one slice per flight),
-   counting delivered, dropped (crashed receivers, at their due time) and in flight exactly whenever
-   anything can read them; `collect` hands the slices over as `Multicast` records with per-message
-   due times. Tested against a plain reference model (`tests/test_held.py`).
+   the law's block (the same draws as one link at a time). Flights wake nobody: they are settled
+   when something can see them (`collect`, `in_flight`, crash and restart events, the end of the
+   trial; one `searchsorted` and one slice per flight), counting delivered, dropped (receivers down
+   at their due time) and in flight exactly as settling at every due time would; `collect` hands the
+   slices over as `Multicast` records with per-message due times. Tested against a plain reference
+   model (`tests/test_held.py`).
 2. `netsim/comm/heard.py` (LOCAL flooding's batch path): the messages of a batch as arrays over the
    rows they carry, joined once as raw rows, grouped by receiver; the record copies then taken one at
    a time, receiver by receiver, by a compiled loop (`netsim/comm/kernels.py`, numba): the pair from a

@@ -11,7 +11,10 @@ stable sort by due time of the list, ``netsim.engine.held``), must be exactly th
 due by then, with the same rows, and ``sent = delivered + dropped + in flight`` must hold with
 exactly the reference's delivered and dropped counts. A per-message kind with its own sends and
 relays runs beside it, so that flights interleave with the queue's entries; it must be delivered
-exactly as its own reference says.
+exactly as its own reference says. Flights are settled when read (``Network.settle``), so the books
+are also read where a lazy settlement could go wrong: from that kind's handler (every message due
+by then counted, the instant's own too) and from the crash and restart handlers (only what is due
+before the instant: a crash comes before the deliveries of its instant).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class Reference:
         self.messages: list[tuple] = []  # (due, sequence, kind, src, dst, payload)
         self.sequence = 0
         self.dropped_at_send = {"H": 0, "P": 0}
+        self.send_drops: list[tuple[float, int]] = []  # (time, H messages dropped at that send)
         self.gone: set[int] = set()  # sequences of the P messages delivered or dropped already
 
     def down(self, node, t):
@@ -75,6 +79,7 @@ class Reference:
     def send(self, now, kind, links):
         """``links``: (src, dst, payload) in link order, as one engine call sends them."""
         alive = [(s, d, p) for s, d, p in links if not self.down(s, now)]
+        dropped = self.dropped_at_send[kind]
         self.dropped_at_send[kind] += len(links) - len(alive)
         losses = [self.link(s, d)[1] for s, d, _ in alive]
         if any(lo > 0 for lo in losses):
@@ -86,6 +91,8 @@ class Reference:
                 if not lost:
                     kept.append(link)
             alive = kept
+        if kind == "H":
+            self.send_drops.append((now, self.dropped_at_send[kind] - dropped))
         extra = Distribution("exponential", {"mean": 1.0})
         for s, d, p in alive:
             law = self.link(s, d)[0]
@@ -98,10 +105,18 @@ class Reference:
                 self.messages.append((now + wait, self.sequence, kind, s, d, p))
                 self.sequence += 1
 
-    def due_by(self, t, kind):
-        """(delivered, dropped at the receiver) messages of ``kind`` due by ``t``, in (due, sequence) order."""
-        due = sorted(m for m in self.messages if m[2] == kind and m[0] <= t)
+    def due_by(self, t, kind, *, before=False):
+        """(delivered, dropped at the receiver) messages of ``kind`` due by ``t`` (``before``: due before
+        ``t``), in (due, sequence) order."""
+        due = sorted(m for m in self.messages if m[2] == kind and (m[0] < t if before else m[0] <= t))
         return [m for m in due if not self.down(m[4], m[0])], [m for m in due if self.down(m[4], m[0])]
+
+    def books(self, t, *, before=False):
+        """The held kind's (delivered, dropped) counts at ``t`` with the drops at the sends made so far, or
+        (``before``: at a crash, which comes before the deliveries and sends of its instant) at the sends
+        before ``t``."""
+        delivered, dropped = self.due_by(t, "H", before=before)
+        return len(delivered), len(dropped) + sum(n for when, n in self.send_drops if when < t or not before)
 
 
 def collected(items):
@@ -151,14 +166,19 @@ def test_held_flights_match_the_reference_model(plan, others, law, loss, overrid
         records.clear()
         return taken
 
-    got_p = []
+    got_p, at_faults = [], []
+    # H travels as flights (else as queue entries, ordered with P's by send sequence within an instant)
+    flights = deferred and not traced and not (faults.get("duplication") or faults.get("reorder"))
 
     def on_p(message):  # a per-message kind beside the flights: its hop-0 messages are relayed at once
-        got_p.append((env.now, message.src, message.dst, message.payload))
+        got_p.append((env.now, message.src, message.dst, message.payload, _books(net) if flights else None))
         if message.payload[1] == 0:
             net.send(message.dst, _next(message), "P", (message.payload[0], 1))
 
     net.subscribe("P", on_p)
+    if net.faults is not None:
+        net.faults.on_crash(lambda node: at_faults.append((env.now, _books(net))))
+        net.faults.on_restart(lambda node, state: at_faults.append((env.now, _books(net))))
     ticks = sorted({when for when, _ in plan} | {when for when, _, _ in others} | {9})
     checks = []
 
@@ -181,11 +201,12 @@ def test_held_flights_match_the_reference_model(plan, others, law, loss, overrid
                     net.send(src, dst, "P", (j, 0))
 
     env.process(script())
-    env.run()
+    env.run(until=1000.0)  # past every due time (held flights wake nobody: they are settled when read)
 
     # the reference, in lockstep: at each tick, the P deliveries due by then (relays drawn as they happen),
     # then what the reader has by then, then the tick's sends
     ref = Reference(law, loss, links, faults, seed)
+    ref.flights = flights
     expected_p = []
     for tick, (now, items, counts) in zip(ticks, checks, strict=True):
         _deliver_p(ref, tick, expected_p)
@@ -201,8 +222,10 @@ def test_held_flights_match_the_reference_model(plan, others, law, loss, overrid
                 ref.send(tick, "P", [(src, dst, (j, 0))])
     _deliver_p(ref, np.inf, expected_p)
     assert got_p == expected_p
+    assert [books for _, books in at_faults] == [ref.books(now, before=True) for now, _ in at_faults]
+    assert net.in_flight == 0  # a read settles the held flights, and with them the kind's counters
     held = net.metrics.kind("H")
-    assert held.sent == held.delivered + held.dropped and net.in_flight == 0
+    assert held.sent == held.delivered + held.dropped
     if traced:  # the tracer saw every delivery in (due, sequence) order
         assert [(m.due_at, m.src, m.dst) for m in spy.delivered()] == \
             [(m[0], m[3], m[4]) for m in sorted(m for m in ref.messages if not ref.down(m[4], m[0]))]
@@ -229,13 +252,21 @@ def _deliver_p(ref, until, out):
         ref.gone.add(sequence)
         if ref.down(dst, due):
             continue
-        out.append((due, src, dst, payload))
+        out.append((due, src, dst, payload, ref.books(due) if ref.flights else None))
         if payload[1] == 0:
             message = type("M", (), {"dst": dst, "payload": payload})
             ref.send(due, "P", [(dst, _next(message), (payload[0], 1))])
 
 
+def _books(net):
+    """The held kind's (delivered, dropped) counts, read as a protocol may: after ``in_flight`` (which settles)."""
+    assert net.in_flight >= 0
+    h = net.metrics.messages.get("H")
+    return (h.delivered, h.dropped) if h else (0, 0)
+
+
 def _counts(net):
+    net.settle()  # the metrics' counters of held kinds are brought up to date by a settlement
     m = net.metrics.messages
     h = m.get("H")
     return {"H": (h.delivered, h.dropped) if h else (0, 0), "in_flight": net.in_flight,

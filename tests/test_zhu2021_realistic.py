@@ -319,14 +319,23 @@ def test_paper_mode_refuses_an_adversary_with_one_line():
         S.load("zhu2021-fig2a-epsinf", ["adversary.byzantine=0.34", "adversary.corruption=1.0"])
 
 
-@pytest.mark.parametrize("faults", [None, {"duplication": 0.2, "reorder": 0.3}])
-def test_heard_counts_are_the_per_message_maximum(faults):
-    """``_heard`` (payloads stacked once, one ``maximum.reduceat`` over the rows sorted by receiver)
-    equals the plain definition, max over the ñ rows of every delivered message, one message at a
-    time, at every tick of a ring under lognormal delays and loss (and duplication with reordering)."""
+# liars reporting counts drawn around -5 (link corruption too): negative maxima, rows appended by the engine
+LIARS = {"byzantine": 0.3, "corruption": 0.5, "link_corruption": 0.1,
+         "distribution": {"model": "normal", "mean": -5.0, "sigma": 3.0}}
+
+
+@pytest.mark.parametrize("faults, adversary", [(None, None), ({"duplication": 0.2, "reorder": 0.3}, None),
+                                               (None, LIARS)])
+def test_heard_counts_are_the_per_message_maximum(faults, adversary):
+    """``_heard`` (each flight's rows gathered once, one ``maximum.at`` over the flat (receiver, arm) cells)
+    equals the plain definition, max(0, max over the ñ rows of every delivered message), one message at
+    a time, at every tick of a ring under lognormal delays and loss (and duplication with reordering;
+    and liars whose negative counts the floor 0 hides)."""
+    extra = {"faults": faults} if faults else {}
+    if adversary:
+        extra["adversary"] = adversary
     sc = scenario({"name": "fed-ucb", "mode": "realistic", "epsilon": 1.0}, horizon=300, seed=4,
-                  network={"delay": delay("lognormal", 2.0), "loss": 0.2}, **SETTINGS["ring10"],
-                  **({"faults": faults} if faults else {}))
+                  network={"delay": delay("lognormal", 2.0), "loss": 0.2}, **SETTINGS["ring10"], **extra)
     sim = Simulation(sc, trial_sequence(4, 0))
     ntilde = gossip_ucb.NTILDE
     network, protocol = sim.network, sim.protocol
@@ -335,6 +344,7 @@ def test_heard_counts_are_the_per_message_maximum(faults):
     def checking():
         # what collect() will hand over: the kind's held records (the network has __slots__, so its
         # methods cannot be wrapped on the instance)
+        network.settle()
         records = list(network._held[ntilde])
         messages = [m for r in records for m in (r.messages() if hasattr(r, "messages") else [r])]
         got = heard()
@@ -348,3 +358,18 @@ def test_heard_counts_are_the_per_message_maximum(faults):
     protocol._heard = checking
     sim.run()
     assert len(checked) >= 250 and sum(checked) > 1000, (len(checked), sum(checked))
+    if adversary:
+        assert sim.metrics.kind(ntilde).corrupted > 100
+
+
+def test_ntilde_messages_due_at_the_horizon_stay_in_flight():
+    """The held ñ flights are settled when read; the trial ends before the horizon's deliveries, so with
+    unit delays exactly the ñ broadcast of the last tick (due at the horizon) is still in flight: one
+    message per direction of each of the ring's 10 links, and every earlier one delivered."""
+    sc = scenario({"name": "gossip-ucb", "mode": "realistic"}, horizon=20, seed=3,
+                  network={"delay": {"model": "constant", "value": 1.0}}, **SETTINGS["ring10"])
+    sim = Simulation(sc, trial_sequence(3, 0))
+    sim.run()
+    counts = sim.metrics.kind(gossip_ucb.NTILDE)
+    assert counts.sent == 20 * 20 and counts.dropped == 0
+    assert counts.sent - counts.delivered == 20

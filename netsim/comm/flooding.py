@@ -297,6 +297,7 @@ class Flooding(Receiving):
         if self.synchronous and not self._mode:
             self._choose_mode()
         if self._mode == "sync":
+            self.network.settle()  # held flights are settled when read
             if self.network._held[self.kind]:
                 raise ProtocolError(f"synchronous flooding {self.kind!r}: publish with deliveries not yet "
                                     "processed; accepted: process(), then publish(), then flush() in each tick")

@@ -137,9 +137,7 @@ class ChunkSends:
     def _hold(self, flight: Flight) -> None:
         """Queue a flight of a deferred kind (``netsim.engine.held``)."""
         self._in_flight += len(flight.due)
-        self._holding.add(flight)
-        if self._holding.head < self._alarm_at:
-            self._arm(self._holding.head)
+        self._holding.add(flight)  # settled when read (DeliveryHeap.settle): no wake-up of its own
 
     def _link_losses(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         if not self._overrides:

@@ -94,6 +94,7 @@ class DeliveryHeap:
     _alarm_at: float
     _alone: dict[str, Callable[[Message], None]]  # batch readers, for a message alone at its instant
     _holding: Holding
+    _early: bool  # the running event comes before the deliveries of its instant (see _before_deliveries)
 
     # ------------------------------------------------------------------ queueing
     def _push(self, entry: tuple) -> None:
@@ -176,7 +177,6 @@ class DeliveryHeap:
         if self._fresh:
             self._file()
         heap, run, cursor = self._heap, self._run, self._cursor
-        holding = self._holding
         env = self.env
         queue = env._queue
         pop = heapq.heappop
@@ -204,8 +204,6 @@ class DeliveryHeap:
                 limit, limit_priority = queue[0][:2] if size else (inf, inf)
                 if plain:
                     bound = heap[0][0] if waiting and heap[0][0] < limit else limit
-                    if holding.head < bound:
-                        bound = holding.head
                     start = streak = cursor  # streak: where the stretch's current kind began
                     if uniform is not None and not waiting:
                         # the run holds one kind, with a per-message handler, and the heap is empty: deliver
@@ -244,8 +242,6 @@ class DeliveryHeap:
                                 size, waiting = len(queue), len(heap)
                                 limit, limit_priority = queue[0][:2] if size else (inf, inf)
                                 bound = heap[0][0] if waiting and heap[0][0] < limit else limit
-                                if holding.head < bound:
-                                    bound = holding.head
                     if cursor != start:
                         counts.delivered += cursor - streak
                         self._count_stretch(run, start, cursor)
@@ -256,16 +252,6 @@ class DeliveryHeap:
                 entry = run[cursor]
                 if heap and heap[0] < entry:
                     entry = heap[0]
-                if holding.flights and holding.head <= entry[0]:
-                    # held flights first: every message due up to this entry's instant or the next SimPy event
-                    due = entry[0]
-                    if limit < due or limit == due and limit_priority <= DELIVERY:
-                        until, inclusive = limit, limit_priority > DELIVERY
-                    else:
-                        until, inclusive = due, True
-                    if holding.head < until or inclusive and holding.head == until:
-                        holding.settle(until, inclusive)
-                        continue
                 if entry is not run[cursor]:
                     due = entry[0]
                     if due >= limit and (due > limit or limit_priority <= DELIVERY):
@@ -311,7 +297,7 @@ class DeliveryHeap:
                 self._run, self._cursor, self._run_kinds = [_END], 0, set()
             else:
                 self._cursor = cursor
-            head = min(run[cursor][0], heap[0][0] if heap else inf, holding.head)
+            head = min(run[cursor][0], heap[0][0] if heap else inf)
             if head < inf:
                 self._arm(head)
 
@@ -375,6 +361,7 @@ class DeliveryHeap:
         if kind in self._record_handlers:
             self._record_handlers[kind](records)
         else:
+            self.settle()  # the kind's held flights due by now come first (docs/engine.md, one instant)
             self._held[kind].extend(records)
 
     def _deliver_general(self, batch: list[tuple]) -> None:
@@ -432,7 +419,34 @@ class DeliveryHeap:
                     self.tracer("drop", _messages(entry)[0])
         return kept
 
+    # ------------------------------------------------------------------ held flights (netsim.engine.held)
+    def settle(self) -> None:
+        """Bring the flights of deferred kinds up to now: count, drop (receiver down at its due time) and
+        hold every message due before now, and at now unless the running event comes before the instant's
+        deliveries (:meth:`_before_deliveries`).
+
+        Flights are settled when something can see them, not at every delivery instant: :meth:`collect`,
+        :attr:`in_flight`, a queue delivery of the same kind, crash and restart events (before a node's
+        state changes) and the end of the trial call this. Between two calls no handler of a deferred
+        kind runs and nobody reads its books, so settling later in one step is the same as settling at
+        every due time; only the kind's counters in :attr:`metrics` lag until then.
+        """
+        holding = self._holding
+        head = holding.head
+        now = self.env.now
+        if head < now or head == now and not self._early:
+            holding.settle(now, not self._early)
+
+    def _before_deliveries(self, early: bool = True) -> None:
+        """Mark whether the running event comes before this instant's deliveries (the engine's crash and
+        restart events, the end at the horizon): while marked, what is due now stays in flight for every
+        read. Marking settles what is due before now (a crash must not drop a message due earlier)."""
+        self._early = early
+        if early:
+            self.settle()
+
     @property
     def in_flight(self) -> int:
         """Messages sent but neither delivered nor dropped yet."""
+        self.settle()
         return self._in_flight

@@ -294,6 +294,9 @@ class Faults:
         self.reorder_delay: Distribution = parse_distribution(spec["reorder_delay"], key="faults.reorder_delay",
                                                               models=DELAY_MODELS)
         self.perturbs = self.duplication > 0 or self.reorder > 0
+        #: set by the network (``Network._before_deliveries``): called with True before a node goes down or
+        #: comes back (the held messages due earlier meet the state before the change), False after its handlers
+        self.before_change: Callable[[bool], None] | None = None
 
     # ------------------------------------------------------------------ protocol API
     def is_up(self, node: int) -> bool:
@@ -349,18 +352,26 @@ class Faults:
     def _down(self, node: int, step: int) -> None:
         before = self._down_count[node]
         self._down_count[node] = after = before + step
-        if before == 0 and after > 0:
-            self.up[node] = False
-            self.settling = node  # its crash handlers may still settle its pulls of the past
-            try:
-                for handler in self._crash_handlers:
-                    handler(node)
-            finally:
-                self.settling = -1
-        elif before > 0 and after == 0:
-            self.up[node] = True
-            for handler in self._restart_handlers:
-                handler(node, self.state)
+        if (before == 0) == (after == 0):
+            return  # still up, or still down (overlapping crash intervals)
+        if self.before_change is not None:
+            self.before_change(True)
+        try:
+            if after > 0:
+                self.up[node] = False
+                self.settling = node  # its crash handlers may still settle its pulls of the past
+                try:
+                    for handler in self._crash_handlers:
+                        handler(node)
+                finally:
+                    self.settling = -1
+            else:
+                self.up[node] = True
+                for handler in self._restart_handlers:
+                    handler(node, self.state)
+        finally:
+            if self.before_change is not None:
+                self.before_change(False)
 
     def _link_down(self, u: int, v: int, now: float) -> bool:
         pair = (u, v) if u < v else (v, u)

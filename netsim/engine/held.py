@@ -1,4 +1,4 @@
-"""Held deliveries: the messages of deferred kinds as arrays, counted at their due times, taken at ``collect``.
+"""Held deliveries: the messages of deferred kinds as arrays, settled when read, taken at ``collect``.
 
 Part of the delivery machinery of :class:`netsim.engine.network.Network` (see ``docs/engine.md``,
 "Delivery and ordering"). A reader that acts only in its ticks (``subscribe_deferred`` /
@@ -7,21 +7,22 @@ sent by :meth:`~netsim.engine.network.Network.broadcast_chunks` never become one
 message, even when every link draws its own delay: one call is one :class:`Flight`, its
 per-message fields arrays sorted by ``(due, sequence)``.
 
-The flights wait on a small heap keyed by the due time of their first undelivered message. The
-network's delivery loop *settles* them in windows: everything due before the next entry of its
-queue and the next SimPy event (checkpoint, crash, tick, ...) at once, with numpy, one slice per
-flight. Nothing observable happens between two such points (no handler runs for a deferred
-kind), so the counters (``delivered``, ``dropped``, per-node received, ``in_flight``) are exact
-whenever anything can read them, a message to a crashed receiver is dropped at its due time
-(crashes are SimPy events: a window never spans one), and no message is handed over before its
-due time. Messages of a deferred kind due at the same instant as queue entries are settled
-before those entries are delivered (their reader acts later anyway).
+The flights wait on a small heap keyed by the due time of their first unsettled message, and wake
+nobody: they are *settled* when something can see them (``Network.settle``: ``collect``,
+``in_flight``, a queue delivery of the same kind, the engine's crash and restart events before a
+node's state changes, the end of the trial): everything due before now, and at now unless the
+running event comes before the instant's deliveries, at once, with numpy, one slice per flight.
+Between two such points no handler of a deferred kind runs and nobody reads its books, and a
+receiver's state changes only at a crash or restart, which settles first; so settling late in one
+step counts, drops (a message to a receiver down at its due time) and holds exactly what settling
+at every due time would. Only the kind's counters in the network's metrics lag until the next
+settlement (the readers above are its only readers during a trial).
 
-Each window appends, per flight and in send order, one :class:`~netsim.engine.messages.Multicast` to the
-kind's held list: the slice of messages it settled, with ``due_at`` an array (one due time per
-message). ``collect`` returns that list. Delivery order is therefore the stable sort of the
-list's messages by ``due_at``, taken in list order (windows cover successive time ranges, and a
-flight's slice is sorted by ``(due, sequence)``); where every record has one due time (constant
+Each settlement appends, per flight and in send order, one :class:`~netsim.engine.messages.Multicast`
+to the kind's held list: the slice of messages it settled, with ``due_at`` an array (one due time
+per message). ``collect`` returns that list. Delivery order is therefore the stable sort of the
+list's messages by ``due_at``, taken in list order (settlements cover successive time ranges, and
+a flight's slice is sorted by ``(due, sequence)``); where every record has one due time (constant
 delays) the list itself is in delivery order.
 """
 
@@ -79,7 +80,7 @@ class Holding:
             self.head = self.flights[0][0]
 
     def settle(self, until: float, inclusive: bool) -> None:
-        """Deliver (count, drop for crashed receivers, hold) every message due before ``until`` (or at it)."""
+        """Deliver (count, drop for receivers down now, hold) every message due before ``until`` (or at it)."""
         flights = self.flights
         taken = []
         while flights and (flights[0][0] < until or inclusive and flights[0][0] == until):

@@ -71,10 +71,12 @@ BLOCK = 4096             # delays drawn at once per law
 class _Delays:
     """Endless delays of one law, drawn :data:`BLOCK` at a time (one numpy call per block).
 
-    The delays not taken yet are ``block[at:]``; a block is drawn only when a delay past the
+    The delays not taken yet are ``array[at:]``; a block is drawn only when a delay past the
     previous one is asked for, so the draws from the ``delays`` stream are the same whether delays
-    are taken one by one or several at once. (The network's plain send path reads ``block`` and
-    ``at`` itself when a send's delays are all in the current block: it saves a call per send.)
+    are taken one by one or several at once. ``block`` is the same block as a list of floats, made
+    when a delay of the block is first taken one by one (array users never pay for it); the
+    network's plain send path reads ``block`` and ``at`` itself when a send's delays are all in the
+    listed block: it saves a call per send.
     """
 
     __slots__ = ("law", "rng", "block", "array", "at", "low")
@@ -90,17 +92,19 @@ class _Delays:
         """The next ``count`` delays."""
         start = self.at
         stop = start + count
-        if stop <= len(self.block):
+        block = self._listed()
+        if stop <= len(block):
             self.at = stop
-            return self.block[start:stop]
-        out = self.block[start:]
+            return block[start:stop]
+        out = block[start:]
         while True:
             self._draw()
+            block = self._listed()
             need = count - len(out)
             if need <= BLOCK:
                 self.at = need
-                return out + self.block[:need]
-            out += self.block
+                return out + block[:need]
+            out += block
 
     def take_array(self, count: int) -> np.ndarray:
         """The next ``count`` delays as an array (the same draws as :meth:`take`)."""
@@ -122,8 +126,14 @@ class _Delays:
 
     def _draw(self) -> None:
         self.array = self.law.sample(self.rng, BLOCK)
-        self.block = self.array.tolist()
+        self.block = []  # made from the array when a delay is first taken as a float (_listed)
         self.low = float(self.array.min())
+
+    def _listed(self) -> list[float]:
+        """The current block as a list (array users, ``take_array``, never pay for it)."""
+        if len(self.block) != len(self.array):
+            self.block = self.array.tolist()
+        return self.block
 
     def next(self) -> float:
         """The next delay."""
@@ -146,7 +156,7 @@ class Network(DeliveryHeap, ChunkSends):
     # slots: the send and delivery paths read a dozen attributes per call (a dict of ~50 keys is slower)
     __slots__ = ("_adversary_rng", "_agent_links", "_agent_neighbors", "_alarm", "_alarm_at", "_alone",
                  "_batch_handlers", "_corruptors", "_cursor", "_delay", "_delay_rng", "_delays", "_delivering",
-                 "_edge_of", "_faults", "_fresh", "_fresh_kinds", "_handlers", "_heap", "_held", "_holding",
+                 "_early", "_edge_of", "_faults", "_fresh", "_fresh_kinds", "_handlers", "_heap", "_held", "_holding",
                  "_in_flight", "_loss", "_neighbor_edges", "_neighbors", "_node_handlers", "_overrides", "_plain",
                  "_record_handlers", "_run", "_run_kinds", "_sampled", "_sequence", "_server_delay", "_simple",
                  "_tracer", "_uniform_links", "adversary", "agent_dst", "agent_edge", "agent_ptr", "components",
@@ -211,6 +221,7 @@ class Network(DeliveryHeap, ChunkSends):
         self._tracer: Callable[[str, Message], None] | None = None
         self._faults: Any = None
         self._holding = Holding(self)  # flights of deferred kinds (netsim.engine.held)
+        self._early = False
         self._plain = self._simple  # no tracer, no faults, one delay law, no loss: the send fast path
 
     def _build_adjacency(self) -> None:
@@ -248,8 +259,11 @@ class Network(DeliveryHeap, ChunkSends):
         self._tracer = tracer
         self._plain = self._simple and not tracer and self._faults is None
         if tracer and self._holding.flights:  # from now on every message goes through the queue, in order
+            self.settle()
             self._heap.extend(self._holding.drain())
             heapq.heapify(self._heap)
+            if self._heap and self._heap[0][0] < self._alarm_at and not self._delivering:
+                self._arm(self._heap[0][0])
 
     @property
     def faults(self) -> Any:
@@ -262,6 +276,8 @@ class Network(DeliveryHeap, ChunkSends):
     @faults.setter
     def faults(self, faults: Any) -> None:
         self._faults = faults
+        if faults is not None:
+            faults.before_change = self._before_deliveries  # held flights meet a crash with the state before it
         self._plain = self._simple and not self._tracer and faults is None
 
     # ------------------------------------------------------------------ graph facts
@@ -329,7 +345,7 @@ class Network(DeliveryHeap, ChunkSends):
         as for any kind, and kept by the engine; :meth:`collect` hands over everything delivered
         since the previous call. A :meth:`broadcast_chunks` call of such a kind is one *flight*
         (``netsim.engine.held``): its messages stay arrays, per-link due times included, with sampled
-        delays too; they are counted between SimPy events, with numpy.
+        delays too; they are counted, with numpy, when something can see them (:meth:`settle`).
         """
         self._claim(kind, "subscribe_deferred")
         self._held[kind] = []
@@ -343,6 +359,7 @@ class Network(DeliveryHeap, ChunkSends):
         in ``(due, sequence)`` order); where every item has one due time, the list itself is in
         delivery order.
         """
+        self.settle()
         held = self._held[kind]
         if not held:
             return held

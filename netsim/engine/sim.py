@@ -246,7 +246,8 @@ class Simulation:
             self.call_at(when, self._checkpoint, priority=CHECKPOINT)
         finish = simpy.events.Event(self.env)
         finish._ok, finish._value = True, None
-        finish.callbacks.append(lambda _event: self.stop("horizon"))
+        # the end comes before the horizon's deliveries: what is due at the horizon stays in flight
+        finish.callbacks.append(lambda _event: (self.network._before_deliveries(), self.stop("horizon")))
         self.env.schedule(finish, FINISH, self.horizon)
 
     def _schedule_watchdog(self, period: float) -> None:
@@ -255,6 +256,7 @@ class Simulation:
         last = [-1]
 
         def progress() -> int:
+            self.network.settle()  # the counters of held flights (netsim.engine.held)
             return int(bandit.pulls.sum()) + metrics.total("delivered")
 
         def look() -> None:
@@ -315,6 +317,7 @@ class Simulation:
 
 
     def _result(self, wall: float) -> TrialResult:
+        self.network.settle()  # the counters of held flights (netsim.engine.held)
         m = self.metrics
         unfinished = None if self._failure else self.protocol.unfinished()
         regret = self.bandit.regret

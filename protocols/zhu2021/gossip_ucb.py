@@ -372,40 +372,34 @@ class GossipUCB(Protocol):
         self.ntilde_reads += 2 * len(self.edges)
 
     def _heard(self) -> np.ndarray:
-        """max_j ñ_j over the ñ messages each agent received since its last tick (0 where none came).
+        """max(0, max_j ñ_j) over the ñ messages each agent received since its last tick (0 where none came).
 
-        The records of one tick share a few payloads (one per broadcast): each payload is stacked
-        once, every message becomes a row index into the stack, and the maximum per receiver is one
-        ``maximum.reduceat`` over the rows sorted by receiver (the maximum does not depend on order).
+        The floor 0 changes nothing in Eq. (1), whose other terms are counts (>= 0). The records of one
+        tick are slices of a few flights (one per broadcast): the rows of each flight's payload are
+        gathered once for all its records, and the maximum per (receiver, arm) cell is one unbuffered
+        ``maximum.at`` over the flat cells (the maximum does not depend on the order of the messages).
         """
         m = self.num_arms
-        heard = np.zeros((self.num_agents, m))
+        heard = np.zeros(self.num_agents * m)
         records = self.sim.network.collect(NTILDE)
-        if not records:
-            return heard
-        dst, rows, tables, placed, size = [], [], [], {}, 0
-        for record in records:
-            if type(record) is Message:  # a message that travelled alone (a record reader may get those)
-                dst.append(np.array([record.dst], dtype=np.int64))
-                rows.append(np.array([size], dtype=np.int64))
-                tables.append(np.asarray(record.payload, dtype=float).reshape(1, m))
-                size += 1
-                continue
-            at = placed.get(id(record.payload))
-            if at is None:
-                table = record.payload.reshape(-1, m)
-                placed[id(record.payload)] = at = size
-                tables.append(table)
-                size += len(table)
-            dst.append(record.dst)
-            rows.append(record.start // m + at)
-        dst = np.concatenate(dst)
-        order = np.argsort(dst)
-        dst = dst[order]
-        values = np.concatenate(tables)[np.concatenate(rows)[order]]
-        heads = np.flatnonzero(np.concatenate(([True], dst[1:] != dst[:-1])))
-        heard[dst[heads]] = np.maximum.reduceat(values, heads, axis=0)
-        return heard
+        if records:
+            dst, values, flights = [], [], {}
+            for record in records:
+                if type(record) is Message:  # a message that travelled alone (a record reader may get those)
+                    dst.append(np.array([record.dst], dtype=np.int64))
+                    values.append(np.asarray(record.payload, dtype=float).reshape(1, m))
+                    continue
+                flight = flights.get(id(record.payload))
+                if flight is None:
+                    flights[id(record.payload)] = flight = (record.payload, [], [])
+                flight[1].append(record.dst)
+                flight[2].append(record.start)
+            for payload, receivers, starts in flights.values():
+                dst += receivers
+                values.append(payload.reshape(-1, m)[np.concatenate(starts) // m])
+            cells = (np.concatenate(dst) * m)[:, None] + np.arange(m)
+            np.maximum.at(heard, cells.ravel(), np.concatenate(values).ravel())
+        return heard.reshape(self.num_agents, m)
 
     def _gossip_now(self, u: int, v: int) -> None:
         """A link fired: one of its ends, each with probability 1/2, opens a pairwise exchange with the
