@@ -20,15 +20,19 @@ def ucb_argmax(projected, xt, beta, mean, widths, arms):  # noqa: PLR0913  # pra
     ``arms = argmax(widths, axis=1)`` (the first maximum; the first NaN if any) for ``projected`` and ``xt``
     of shape (A, d, K): V^-1 x and x of every context, ``beta`` (A,), ``mean`` (A, K)."""
     learners, d, contexts = projected.shape
+    s = np.empty(contexts)
     for a in range(learners):
+        for k in range(contexts):  # the sum over d, term after term, every context at once (contiguous rows)
+            s[k] = projected[a, 0, k] * xt[a, 0, k]
+        for i in range(1, d):
+            for k in range(contexts):
+                s[k] = s[k] + projected[a, i, k] * xt[a, i, k]
         best, arm, nan = -np.inf, 0, False
         for k in range(contexts):
-            s = projected[a, 0, k] * xt[a, 0, k]
-            for i in range(1, d):
-                s = s + projected[a, i, k] * xt[a, i, k]
-            if s < 0.0:  # NumPy's maximum(s, 0): a NaN stays NaN
-                s = 0.0
-            w = np.sqrt(s) * beta[a] + mean[a, k]
+            v = s[k]
+            if v < 0.0:  # NumPy's maximum(v, 0): a NaN stays NaN
+                v = 0.0
+            w = np.sqrt(v) * beta[a] + mean[a, k]
             widths[a, k] = w
             if nan:
                 continue
