@@ -282,6 +282,8 @@ class GaussianTreePrivatizer:
         low = (r & -r).bit_length() - 1  # level of the node that leaf r completes
         self._level(r.bit_length())
         block = statistic.copy()
+        if len(rows) == len(self.rngs) and (rows[1:] > rows[:-1]).all():
+            rows = slice(None)  # every stream in order (all agents at a round): views, not gathered copies
         for level in range(low):  # merge the finished lower blocks into the new node
             block += self._exact[level][rows]
             self._exact[level][rows] = 0.0
@@ -290,7 +292,7 @@ class GaussianTreePrivatizer:
         if self.calibration.private:
             # symmetric_noise of every stream: its draws from the stream's own generator, symmetrised at once
             std, shape = self.std, (self.size, self.size)
-            raw = np.stack([self.rngs[j].normal(0.0, std, size=shape) for j in rows])
+            raw = np.stack([rng.normal(0.0, std, size=shape) for rng in self._generators(rows)])
             self._noise[low][rows] = symmetrise(raw)
             self.noise_drawn[rows] += 1
         noisy = np.zeros_like(statistic)
@@ -298,6 +300,9 @@ class GaussianTreePrivatizer:
             if r >> level & 1:
                 noisy += self._exact[level][rows] + self._noise[level][rows]
         return noisy
+
+    def _generators(self, rows: np.ndarray | slice) -> list[np.random.Generator]:
+        return self.rngs if isinstance(rows, slice) else [self.rngs[j] for j in rows]
 
     def restart(self, streams: np.ndarray) -> None:
         """Start ``streams`` afresh (their owner lost its state): empty trees, next release is release 1."""
