@@ -6,6 +6,7 @@ the log-det trigger (line 12), Prop. 1's communication bound and the protocols' 
 from __future__ import annotations
 
 import math
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -157,6 +158,7 @@ class LinUCBState:
         self.dt[rows] = 0
 
 
+@cache
 def _kernels() -> Any:
     """The compiled loops (:mod:`protocols.feducb.kernels`), imported on first use (numba's start-up is not
     paid by commands that never step a learner)."""

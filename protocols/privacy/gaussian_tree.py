@@ -182,11 +182,20 @@ class FedUCBCalibration:
         ``group`` replaces M by the number of agents whose releases a learner sums (decentralized
         FedUCB: |N_gamma(i)|, the gamma-neighbourhood including i).
         """
-        m_agents = np.asarray(self.agents if group is None else group, dtype=float)
-        d = self.dimension
-        radicand = 2.0 * math.log(2.0 / self.alpha) + np.asarray(logdet_v) - d * np.log(m_agents * self.rho_min)
-        return (self.sigma * np.sqrt(np.maximum(radicand, 0.0)) + self.S * np.sqrt(m_agents * self.rho_max)
-                + m_agents * self.kappa)
+        confidence, regulariser, bias, noise = self._beta_terms if group is None else self._terms_of(group)
+        radicand = confidence + np.asarray(logdet_v) - regulariser
+        return self.sigma * np.sqrt(np.maximum(radicand, 0.0)) + bias + noise
+
+    @cached_property
+    def _beta_terms(self) -> tuple:
+        """The terms of :meth:`beta` that do not depend on V, for the M agents (computed once per calibration)."""
+        return self._terms_of(self.agents)
+
+    def _terms_of(self, group: np.ndarray | float) -> tuple:
+        """2 log(2/alpha), d log(M rho_min), S sqrt(M rho_max) and M kappa of :meth:`beta`."""
+        m_agents = np.asarray(group, dtype=float)
+        return (2.0 * math.log(2.0 / self.alpha), self.dimension * np.log(m_agents * self.rho_min),
+                self.S * np.sqrt(m_agents * self.rho_max), m_agents * self.kappa)
 
     def summary(self) -> dict[str, float]:
         return {"tree_depth": self.m, "noise_std": self.noise_std, "Lambda": self.Lambda, "rho_min": self.rho_min,
