@@ -25,10 +25,13 @@ def _same(a, b) -> None:
 
 def _variants() -> list[S.Scenario]:
     """FedUCB variants of one seed: three budgets at M = 3 (they share every context draw), one at M = 4
-    (other draws), a non-private one and one with delays and jittered clocks (other instants)."""
+    (other draws), a non-private one, one synchronising every trial (Fig. 1(B)'s O(MT): a round of 4 M
+    messages each tick, requests and uploads sent with send_each) and one with delays and jittered clocks
+    (other instants)."""
     base = {"run.horizon": 60, "run.checkpoints": 4, "bandit.arms": 9, "bandit.dimension": 3}
     sets = [{"protocol.epsilon": e} for e in (100.0, 1000.0, 10000.0)]
-    sets += [{"network.agents": 4}, {"protocol.epsilon": float("inf")},
+    sets += [{"network.agents": 4}, {"protocol.epsilon": float("inf")}, {"protocol.communication": "mt",
+                                                                          "protocol.threshold": "auto"},
              {"network.delay": {"model": "exponential", "mean": 0.3}, "clock.jitter": 0.5}]
     return [S.load("dubey2020b-fig1a-sync", {**base, "network.agents": 3, **extra}) for extra in sets]
 
@@ -46,13 +49,14 @@ def test_lockstep_equals_each_trial_alone(monkeypatch):
     for trial in (0, 1):
         alone = [run_trial(sc, trial_sequence(7, trial), trial) for sc in scenarios]
         together = run_trials([(sc, trial_sequence(7, trial), trial) for sc in scenarios])
-        # of the four one-clock variants at M = 3 (three budgets, eps = inf), three took every context draw of
-        # the 60 ticks from the first; M = 4 and the jittered clocks (one agent a draw) drew their own
-        assert made[-1].hits == 3 * 60
+        # of the five one-clock variants at M = 3 (three budgets, eps = inf, O(MT)), four took every context draw
+        # of the 60 ticks from the first; M = 4 and the jittered clocks (one agent a draw) drew their own
+        assert made[-1].hits == 4 * 60
         for a, b in zip(alone, together, strict=True):
             _same(a, b)
     # the private variants really differ (so the equality above is not vacuous)
     assert len({r.row["mean_agent_regret"] for r in alone[:3]}) == 3
+    assert alone[5].row["rounds"] == 60  # the O(MT) variant synchronised every trial
 
 
 def test_shared_draw_is_the_draw_and_moves_the_generator():

@@ -243,3 +243,43 @@ def test_link_corruption_rate():
     network.env.run()
     # binomial(4000, 0.25): sd = 27.4; 4 sd: false alarm 6e-5, power 0.999 against a rate of 0.3
     assert abs(network.metrics.kind("R").corrupted - 1000) < 4 * 27.4
+
+
+@pytest.mark.parametrize(("model", "loss"), [("constant", 0.0), ("constant", 0.3), ("exponential", 0.0),
+                                              ("zero", 0.0)])
+def test_send_each_is_send_in_a_loop(model, loss):
+    """Many senders, one destination: the same messages, times, order, counters and link books as send()
+    one at a time (the plain constant-delay pass and the general path)."""
+    delay = Distribution("constant", {"value": 0.0}) if model == "zero" else DELAYS[model]
+
+    def run(batched):
+        network = make_network(nx.star_graph(6), delay=delay, loss=loss, seed=4)
+        seen = []
+        network.subscribe_batch("U", lambda ms: seen.extend((network.env.now, m.src, m.dst, m.payload) for m in ms))
+
+        def traffic():
+            for t in range(3):
+                srcs, payloads = [5, 1, 3, 2], [(t, s) for s in (5, 1, 3, 2)]
+                if batched:
+                    network.send_each(srcs, 0, "U", payloads, size=4)
+                else:
+                    for s, p in zip(srcs, payloads, strict=True):
+                        network.send(s, 0, "U", p, size=4)
+                network.send(0, 4, "U", ("after", t))
+                yield network.env.timeout(1.0)
+
+        network.env.process(traffic())
+        network.env.run(until=10.0)
+        metrics = network.metrics
+        counts = metrics.messages["U"]
+        return (seen, (counts.sent, counts.records, counts.dropped), metrics.node_sent.tolist(),
+                metrics.node_links.tolist(), metrics.node_received.tolist())
+
+    assert run(True) == run(False)
+    assert len(run(True)[0]) > 0
+
+
+def test_send_each_refuses_a_non_neighbour():
+    network = make_network(nx.path_graph(3))
+    with pytest.raises(ProtocolError, match="not a neighbour"):
+        network.send_each([1, 0], 2, "U", ["a", "b"])

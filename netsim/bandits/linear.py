@@ -45,6 +45,7 @@ import numpy as np
 from netsim.bandits.base import BanditEnvironment, bandits
 from netsim.engine import params as P
 from netsim.engine.errors import InputError
+from netsim.engine.normals import standard_normal
 from netsim.engine.streams import Streams
 
 
@@ -115,7 +116,7 @@ def gapped_contexts(rng: np.random.Generator, theta: np.ndarray, count: int, arm
     y = np.empty((d, count * arms))  # coordinates in the frame F
     along = np.divide(values.reshape(-1), norm, out=y[0])
     if d > 1:
-        h = rng.standard_normal(out=y[1:])
+        h = standard_normal(rng, y[1:])  # rng.standard_normal(out=y[1:]), compiled (netsim.engine.normals)
         scale = np.einsum("ja,ja->a", h, h)  # ||h||^2 of every action
         np.divide(1.0 - np.square(along), scale, out=scale)
         np.sqrt(np.maximum(scale, 0.0, out=scale), out=scale)

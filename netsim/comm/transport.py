@@ -358,6 +358,18 @@ class Transport:
             return [-1] * len(dsts)
         return [self.send(src, dst, payload, size=size) for dst in dsts]
 
+    def send_each(self, srcs: list[int], dst: int, payloads: list[Any], *, size: int = 1) -> list[int]:
+        """:meth:`send` of ``payloads[j]`` from ``srcs[j]`` to ``dst`` for every j; returns their sequence numbers.
+
+        Datagrams go as one ``network.send_each`` (the same messages, draws and delivery order as one send
+        each).
+        """
+        if not self.reliable:
+            self.counts["sent"] += len(srcs)
+            self.network.send_each(srcs, dst, self.kind, payloads, size=size)
+            return [-1] * len(srcs)
+        return [self.send(src, dst, payload, size=size) for src, payload in zip(srcs, payloads, strict=True)]
+
     def outstanding(self, src: int | None = None) -> int:
         """Messages sent and not yet acknowledged (of ``src``, or of every sender)."""
         return sum(len(v) for (s, _), v in self._outstanding.items() if src is None or s == src)

@@ -407,6 +407,34 @@ class Network(DeliveryHeap, ChunkSends):
                 raise ProtocolError(f"node {src} sent {kind!r} to {d}, which is not a neighbour")
         self._send(src, dsts, edges, kind, payload, size)
 
+    def send_each(self, srcs: Sequence[int], dst: int, kind: str, payloads: Sequence[Any], *, size: int = 1) -> None:
+        """Send ``payloads[j]`` from ``srcs[j]`` to ``dst``, one message each: exactly :meth:`send` in a loop (the
+        same counters, sequence numbers, draws and delivery order), with one pass for the common case of
+        plain links with a constant delay (many agents answering one server within an instant)."""
+        edges = [self._edge_of[s].get(dst) for s in srcs]
+        if None in edges:
+            src = srcs[edges.index(None)]
+            raise ProtocolError(f"node {src} sent {kind!r} to {dst}, which is not a neighbour")
+        count = len(edges)
+        if not (self._plain and self._sampled is None and kind not in self._corruptors) or count < 2:
+            for src, edge, payload in zip(srcs, edges, payloads, strict=True):
+                self._send(src, (dst,), (edge,), kind, payload, size)
+            return
+        now = self.env._now  # _send's plain constant-delay path, once for every message
+        metrics = self.metrics
+        counts = metrics.messages.get(kind) or metrics.kind(kind)
+        counts.sent += count
+        counts.records += count * size
+        by_node = metrics.sent_by_node
+        for src in srcs:
+            by_node[src] += 1
+        if now != metrics.pending_at:
+            metrics.defer_from(now)
+        metrics.pending_edges.append(edges)
+        due = now + self._delay.args["value"]
+        self._push_all([(due, sequence, kind, src, dst, payload, now, due, size, 1)
+                        for src, payload, sequence in zip(srcs, payloads, self._sequence)])
+
     def broadcast(self, src: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send ``payload`` from ``src`` to every neighbour."""
         self._send(src, self._neighbors[src], self._neighbor_edges[src], kind, payload, size)

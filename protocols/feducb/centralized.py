@@ -291,15 +291,22 @@ class CentralizedFedUCB(Protocol):
             state.dt[agents] += 1
             fire = sync_trigger(state.logdet_w[agents], state.logdet_s[agents], state.dt[agents], self.D) \
                 & ~self.pending[agents]
-        for agent in agents[fire]:
-            self.requests += 1
-            self._request(int(agent), want=True)
+        fired = agents[fire].tolist()
+        if fired:
+            self.requests += len(fired)
+            self._request_rounds(fired)
 
     def _choose_everyone(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every agent's contexts (one shared stream, so a crash leaves the others' draws alone) and choice."""
         contexts = self.sim.bandit.observe(self.everyone)
         arms = self.state.choose(contexts, beta)
         return arms, contexts[self.everyone, arms]
+
+    def _request_rounds(self, agents: list[int]) -> None:
+        """:meth:`_request` of a round by each of ``agents`` (in this order), sent as one batch."""
+        self.pending[agents] = True
+        payloads = [(self.request_numbers.next(agent), int(self.synced[agent]), True) for agent in agents]
+        self.request_link.send_each(agents, self.server, payloads)
 
     def _request(self, agent: int, *, want: bool) -> None:
         """Ask for a round (``want``; the agent then waits for a sync) or only for a catch-up."""
@@ -315,10 +322,10 @@ class CentralizedFedUCB(Protocol):
         agents = np.array([m.dst for m in fresh], dtype=np.int64)
         self.pending[agents] = True
         gram, vec = self.privatizer.split(self.privatizer_release(agents))
-        for j, m in enumerate(fresh):
-            agent = m.dst
-            self.upload_link.send(agent, self.server, (m.payload, int(self.incarnation[agent]), gram[j], vec[j]),
-                                  size=(self.d + 1) ** 2)
+        incarnation = self.incarnation[agents].tolist()
+        self.upload_link.send_each([m.dst for m in fresh], self.server,
+                                   [(m.payload, incarnation[j], gram[j], vec[j]) for j, m in enumerate(fresh)],
+                                   size=(self.d + 1) ** 2)
 
     def privatizer_release(self, agents: np.ndarray) -> np.ndarray:
         """Alg. 1 line 16: privatise Q of ``agents`` (all agents release together in Alg. 1)."""

@@ -6,6 +6,7 @@ the log-det trigger (line 12), Prop. 1's communication bound and the protocols' 
 from __future__ import annotations
 
 import math
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -99,7 +100,8 @@ class LinUCBState:
         ``rows``: the learners (an index array or a slice; ``None``: all). The products run on each
         learner's d x K matrix ``contexts[a].T`` (rows contiguous for the gapped contexts of
         :class:`~netsim.bandits.linear.LinearBandit`): one batched matrix product for V^-1 X, one for
-        theta_hat^T X.
+        theta_hat^T X; the widths and the argmax in one compiled pass (:func:`protocols.feducb.kernels.ucb_argmax`,
+        the floats of ``sqrt(maximum((V^-1 X * X).sum(axis=1), 0)) * beta + mean``).
         """
         sel = slice(None) if rows is None else rows
         v_inv = self.v_inv[sel]
@@ -107,22 +109,25 @@ class LinUCBState:
         theta = np.matmul(v_inv, self.u_tilde[sel][:, :, None])  # (A, d, 1)
         mean = np.matmul(theta.transpose(0, 2, 1), xt)[:, 0, :]
         projected = np.matmul(v_inv, xt)  # V^-1 x for every context
-        projected *= xt
-        width = np.sqrt(np.maximum(projected.sum(axis=1), 0.0))
-        width *= np.asarray(beta)[:, None]
-        width += mean
-        return np.argmax(width, axis=1)
+        arms = np.empty(len(xt), dtype=np.int64)
+        _kernels().ucb_argmax(projected, xt, np.asarray(beta, dtype=float), mean, np.empty(mean.shape), arms)
+        return arms
 
     def update(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray | None = None) -> None:
         """Alg. 1 lines 10-11 with Sherman-Morrison for V^-1 (and W^-1) and the determinant lemma."""
         sel = slice(None) if rows is None else rows
         z = np.concatenate([x, y[:, None]], axis=1)
-        self.Q[sel] += z[:, :, None] * z[:, None, :]  # line 11; its blocks are line 10's U and u
+        if rows is None:  # line 11 (Q += z z^T); its blocks are line 10's U and u
+            _kernels().add_outer(self.Q, z)
+        else:
+            q = self.Q[sel]
+            _kernels().add_outer(q, z)
+            self.Q[sel] = q
         self.u_tilde[sel] += x * y[:, None]
         if rows is None:
             _rank_one(self.inv, self.logdet, x)
         else:
-            inv, logdet = self.inv[:, sel], self.logdet[:, sel]
+            inv, logdet = np.ascontiguousarray(self.inv[:, sel]), self.logdet[:, sel]
             _rank_one(inv, logdet, x)
             self.inv[:, sel], self.logdet[:, sel] = inv, logdet
 
@@ -153,6 +158,15 @@ class LinUCBState:
         self.dt[rows] = 0
 
 
+@cache
+def _kernels() -> Any:
+    """The compiled loops (:mod:`protocols.feducb.kernels`), imported on first use (numba's start-up is not
+    paid by commands that never step a learner)."""
+    import protocols.feducb.kernels
+
+    return protocols.feducb.kernels
+
+
 def _inverse(V: np.ndarray) -> np.ndarray:
     """Batched V^-1; the pseudo-inverse where a lie about the statistics made V singular (no honest V is)."""
     try:
@@ -169,7 +183,10 @@ def _rank_one(inv: np.ndarray, logdet: np.ndarray, x: np.ndarray) -> None:
     """
     ax = np.matmul(inv, x[:, :, None])  # (..., n, d, 1)
     q = np.matmul(x[:, None, :], ax)[..., 0, 0]
-    inv -= ax * (ax.swapaxes(-1, -2) / (1.0 + q)[..., None, None])
+    shape = inv.shape
+    assert inv.flags.c_contiguous  # the flattened view below is inv itself (LinUCBState's stacks are)
+    # inv -= ax * (ax^T / (1 + q)), compiled (protocols.feducb.kernels.rank_one: the same floats)
+    _kernels().rank_one(inv.reshape(-1, *shape[-3:]), ax.reshape(-1, *shape[-3:-1]), q.reshape(-1, shape[-3]))
     if q.min(initial=0.0) > -1.0:
         logdet += np.log1p(q)
         return

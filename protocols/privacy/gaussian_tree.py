@@ -182,11 +182,20 @@ class FedUCBCalibration:
         ``group`` replaces M by the number of agents whose releases a learner sums (decentralized
         FedUCB: |N_gamma(i)|, the gamma-neighbourhood including i).
         """
-        m_agents = np.asarray(self.agents if group is None else group, dtype=float)
-        d = self.dimension
-        radicand = 2.0 * math.log(2.0 / self.alpha) + np.asarray(logdet_v) - d * np.log(m_agents * self.rho_min)
-        return (self.sigma * np.sqrt(np.maximum(radicand, 0.0)) + self.S * np.sqrt(m_agents * self.rho_max)
-                + m_agents * self.kappa)
+        confidence, regulariser, bias, noise = self._beta_terms if group is None else self._terms_of(group)
+        radicand = confidence + np.asarray(logdet_v) - regulariser
+        return self.sigma * np.sqrt(np.maximum(radicand, 0.0)) + bias + noise
+
+    @cached_property
+    def _beta_terms(self) -> tuple:
+        """The terms of :meth:`beta` that do not depend on V, for the M agents (computed once per calibration)."""
+        return self._terms_of(self.agents)
+
+    def _terms_of(self, group: np.ndarray | float) -> tuple:
+        """2 log(2/alpha), d log(M rho_min), S sqrt(M rho_max) and M kappa of :meth:`beta`."""
+        m_agents = np.asarray(group, dtype=float)
+        return (2.0 * math.log(2.0 / self.alpha), self.dimension * np.log(m_agents * self.rho_min),
+                self.S * np.sqrt(m_agents * self.rho_max), m_agents * self.kappa)
 
     def summary(self) -> dict[str, float]:
         return {"tree_depth": self.m, "noise_std": self.noise_std, "Lambda": self.Lambda, "rho_min": self.rho_min,
@@ -282,6 +291,8 @@ class GaussianTreePrivatizer:
         low = (r & -r).bit_length() - 1  # level of the node that leaf r completes
         self._level(r.bit_length())
         block = statistic.copy()
+        if len(rows) == len(self.rngs) and (rows[1:] > rows[:-1]).all():
+            rows = slice(None)  # every stream in order (all agents at a round): views, not gathered copies
         for level in range(low):  # merge the finished lower blocks into the new node
             block += self._exact[level][rows]
             self._exact[level][rows] = 0.0
@@ -290,7 +301,7 @@ class GaussianTreePrivatizer:
         if self.calibration.private:
             # symmetric_noise of every stream: its draws from the stream's own generator, symmetrised at once
             std, shape = self.std, (self.size, self.size)
-            raw = np.stack([self.rngs[j].normal(0.0, std, size=shape) for j in rows])
+            raw = np.stack([rng.normal(0.0, std, size=shape) for rng in self._generators(rows)])
             self._noise[low][rows] = symmetrise(raw)
             self.noise_drawn[rows] += 1
         noisy = np.zeros_like(statistic)
@@ -298,6 +309,9 @@ class GaussianTreePrivatizer:
             if r >> level & 1:
                 noisy += self._exact[level][rows] + self._noise[level][rows]
         return noisy
+
+    def _generators(self, rows: np.ndarray | slice) -> list[np.random.Generator]:
+        return self.rngs if isinstance(rows, slice) else [self.rngs[j] for j in rows]
 
     def restart(self, streams: np.ndarray) -> None:
         """Start ``streams`` afresh (their owner lost its state): empty trees, next release is release 1."""
