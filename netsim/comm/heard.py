@@ -15,10 +15,10 @@ reader collects at a tick, or what a record reader gets at an instant) is handle
    life left, reported if asked, and, where its seq is above the latest-table entry's, becomes the
    pair's candidate;
 3. each pair's candidate (the first copy of the highest fresh seq) replaces the latest-table entry:
-   the table holds the record as received, one raw row per pair, and the terms of the running sums
-   column-wise (one row per element and one column per pair); the sums are updated by differences
-   when few entries change, else summed afresh over the table (in steady state every origin
-   publishes once per tick and every pair changes), both with ``np.add.reduceat``;
+   the table holds the record as received, one raw row per pair, and the sums' terms are read from
+   its rows; the sums are updated by differences when few entries change, else summed afresh over
+   each receiver's ball, in both cases in the order of additions of ``np.add.reduceat`` over a table
+   of terms (:func:`netsim.comm.kernels.replace`: one pass, no table of terms kept);
 4. what is reported (``on_receive``) is put back in delivery order; what is forwarded is queued
    receiver by receiver (delivery order within each), the order a flush sends it in.
 
@@ -113,7 +113,7 @@ class Receiving:
     _high: np.ndarray
     _mask: np.ndarray
     _table: np.ndarray
-    _terms: np.ndarray
+    _values: np.ndarray
     sums: dict[str, np.ndarray]
     on_receive: Any
     on_latest: Any
@@ -185,7 +185,8 @@ class Receiving:
 
     def _latest_state(self, pairs: int) -> None:
         """The latest table: one row per pair of the gamma-balls, the newest record as received (seq -1 and
-        created nan: none yet), and the terms of the sums, one row per element and one column per pair."""
+        created nan: none yet). The sums' terms are read from it: its summed columns seen as float64 where
+        they allow it (``_direct``), else copied side by side (as float64) into ``_values``."""
         self._table = np.zeros(pairs, dtype=self.dtype)
         self._table["seq"] = -1
         self._table["created"] = np.nan
@@ -197,18 +198,19 @@ class Receiving:
             size = max(int(np.prod(fields[column][0].shape, dtype=np.int64)) for column in spec)
             self._sum_columns[name] = slice(width, width + size)
             width += size
-        self._terms = np.zeros((width, pairs))  # column-major: the sums run along contiguous rows
         self._receivers = np.flatnonzero(np.diff(self._ball_ptr))  # receivers with a non-empty ball
         # where the compiled loop reads each term's factors: float columns of a record row (seen as float64
         # where the summed columns allow it, else copied side by side: Receiving._floats)
         summed = list(dict.fromkeys(column for spec in self.sum_spec.values() for column in spec))
-        self._direct = self.dtype.itemsize % 8 == 0 and all(
+        self._direct = self.dtype.itemsize % 8 == 0 and self._table.ctypes.data % 8 == 0 and all(
             fields[column][0].base == np.float64 and self.dtype.fields[column][1] % 8 == 0 for column in summed)
         at, self._float_columns = 0, {}
         for column in summed:
             self._float_columns[column] = self.dtype.fields[column][1] // 8 if self._direct else at
             at += int(np.prod(fields[column][0].shape, dtype=np.int64))
         self._float_width = at
+        self._values = (self._table.view(np.float64).reshape(pairs, self.dtype.itemsize // 8) if self._direct
+                        else np.zeros((pairs, at)))
         spec = np.full((width, 2), -1, dtype=np.int64)
         for name, columns in self.sum_spec.items():
             for e in range(self._sum_columns[name].start, self._sum_columns[name].stop):
@@ -221,26 +223,31 @@ class Receiving:
         """Put the newest fresh record of each pair in the latest table (``base[rows]``), where newer.
 
         ``dst, pair, rows``: the receivers, pairs and rows of such records, receiver by receiver in pair
-        order. The records replace the table's rows as raw bytes and their terms the pairs' terms
-        (:func:`netsim.comm.kernels.replace`); the sums are updated by differences (receiver by
-        receiver) when few entries change, else summed afresh over the whole table (in steady state
-        every origin publishes once per tick and every pair changes).
+        order. One compiled pass (:func:`netsim.comm.kernels.replace`) replaces the table's rows (raw
+        bytes) and updates the sums: by differences (the new terms less the old, summed receiver by
+        receiver with ``np.add.reduceat``) when few entries change, else summed afresh over each
+        receiver's ball right after its entries are replaced (in steady state every origin publishes
+        once per tick and every pair changes), in ``np.add.reduceat``'s order of additions: the sums
+        are bit for bit those of a table of terms summed with numpy.
         """
         few = len(pair) * 4 < len(self._ball_origin)
         told = None
         if self.on_latest is not None:
             told = (dst.copy(), self._ball_origin[pair], take(self._table, pair), take(base, rows))
-        diffs = np.empty((len(self._terms), len(pair) if few and self.sum_spec else 0))
+        width = len(self._term_spec)
+        diffs = np.empty((width, len(pair) if few and width else 0))
+        summed = np.empty((len(self._receivers) if width and not few else 0, width))
         size = self.dtype.itemsize
-        _kernels().replace(pair, rows, base.view(np.uint8).reshape(len(base), size),
+        _kernels().replace(dst, pair, rows, base.view(np.uint8).reshape(len(base), size),
                            self._table.view(np.uint8).reshape(len(self._table), size), self._floats(base),
-                           self._term_spec, self._terms, diffs)
-        if self.sum_spec:
+                           self._values, not self._direct, self._term_spec, diffs, self._ball_ptr, self._receivers,
+                           summed)
+        if width:
             if few:
                 runs = np.flatnonzero(np.append(True, dst[1:] != dst[:-1]))   # receivers in increasing order
                 self._add_sums(dst[runs], np.add.reduceat(diffs, runs, axis=1), add=True)
             else:
-                self._add_sums(self._receivers, np.add.reduceat(self._terms, self._ball_ptr[self._receivers], axis=1))
+                self._add_sums(self._receivers, summed.T)
         if told is not None:
             dst, origin, previous, records = told
             self.on_latest(dst, origin, *({name: x[name] for name in self.value_names} for x in (previous, records)))
@@ -277,7 +284,8 @@ class Receiving:
         self._table[lo:hi] = np.zeros(1, dtype=self.dtype)
         self._table["seq"][lo:hi] = -1
         self._table["created"][lo:hi] = np.nan
-        self._terms[:, lo:hi] = 0
+        if not self._direct:
+            self._values[lo:hi] = 0
         for total in self.sums.values():
             total[agent] = 0  # every term of its sums is gone
         if previous is not None:

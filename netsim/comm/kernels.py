@@ -108,26 +108,104 @@ def receive(dst, start, size, arrival, origin, seq, life, ball_ptr, ball_origin,
 
 
 @njit(cache=True)
-def replace(pair, row, records, table, floats, spec, terms, diffs):  # pragma: no cover (compiled)
-    """Latest-table entries ``pair[c]`` become the records ``row[c]``: raw rows (``records`` into ``table``,
-    bytes) and terms of the sums (into column ``pair[c]`` of ``terms``).
+def replace(dst, pair, row, records, table, floats, values, copy, spec, diffs, ball_ptr, receivers,  # noqa: PLR0913
+            summed):  # pragma: no cover (compiled)
+    """Latest-table entries ``pair[c]`` (of receiver ``dst[c]``, grouped by receiver in increasing order) become
+    the records ``row[c]``, and the running sums follow.
 
-    Term ``e`` of a record is ``floats[row, spec[e, 0]]``, times ``floats[row, spec[e, 1]]`` where that is
-    not -1 (``floats``: the summed columns of ``records`` as float64). Where ``diffs`` has one column per
-    change, the new term less the old goes to it.
+    The raw rows go from ``records`` into ``table`` (bytes); ``values`` holds each entry's summed columns as
+    float64 (``floats`` for the records): the table itself seen as float64 or, with ``copy``, a side array
+    into which ``floats[row]`` is copied. Term ``e`` of an entry is ``values[pair, spec[e, 0]]``, times
+    ``values[pair, spec[e, 1]]`` where that is not -1. Where ``diffs`` has one column per change, the new
+    term less the old goes to it (the caller sums those per receiver). Else, for each receiver
+    ``receivers[i]`` (increasing; every receiver of a change among them) once its entries are replaced,
+    ``summed[i, e]`` becomes the sum of term ``e`` over its ball, added as ``np.add.reduceat`` adds a
+    segment (:func:`_segment`): the same sums, bit for bit, as summing a table of terms, without
+    keeping that table.
     """
-    width = terms.shape[0]
+    width = spec.shape[0]
     few = diffs.shape[1] > 0
-    size = records.shape[1]
-    for c in range(len(pair)):
-        p = pair[c]
-        r = row[c]
-        for b in range(size):  # a byte loop: ~3x faster than a slice assignment here
-            table[p, b] = records[r, b]
-        for e in range(width):
-            new = floats[r, spec[e, 0]]
-            if spec[e, 1] >= 0:
-                new = new * floats[r, spec[e, 1]]
-            if few:
-                diffs[e, c] = new - terms[e, p]
-            terms[e, p] = new
+    n = len(pair)
+    if few:
+        for c in range(n):
+            p = pair[c]
+            for e in range(width):
+                diffs[e, c] = -_term(values, spec[e, 0], spec[e, 1], p)
+            _put(p, row[c], records, table, floats, values, copy)
+            for e in range(width):
+                diffs[e, c] += _term(values, spec[e, 0], spec[e, 1], p)
+        return
+    c = 0
+    for i in range(len(receivers)):
+        d = receivers[i]
+        while c < n and dst[c] == d:
+            _put(pair[c], row[c], records, table, floats, values, copy)
+            c += 1
+        if len(summed):
+            lo = ball_ptr[d]
+            for e in range(width):
+                summed[i, e] = _segment(values, spec[e, 0], spec[e, 1], lo, ball_ptr[d + 1] - lo)
+
+
+@njit(cache=True, inline="always")
+def _put(p, r, records, table, floats, values, copy):  # pragma: no cover (compiled)
+    """Entry ``p`` of the latest table becomes record ``r`` (raw bytes, and its float64 values with ``copy``)."""
+    for b in range(records.shape[1]):  # a byte loop: ~3x faster than a slice assignment here
+        table[p, b] = records[r, b]
+    if copy:
+        for f in range(values.shape[1]):
+            values[p, f] = floats[r, f]
+
+
+@njit(cache=True, inline="always")
+def _term(values, a, b, p):  # pragma: no cover (compiled)
+    """Column ``a`` of entry ``p``, times column ``b`` where ``b >= 0``."""
+    if b >= 0:
+        return values[p, a] * values[p, b]
+    return values[p, a]
+
+
+@njit(cache=True)
+def _segment(values, a, b, lo, n):  # pragma: no cover (compiled)
+    """The sum of the terms (``a``, ``b``) of entries ``lo:lo + n`` (n >= 1) as ``np.add.reduceat`` takes a
+    segment: the first term plus the pairwise sum of the others (:func:`_pairwise`)."""
+    first = _term(values, a, b, lo)
+    if n == 1:
+        return first
+    return first + _pairwise(values, a, b, lo + 1, n - 1)
+
+
+@njit(cache=True)
+def _pairwise(values, a, b, lo, n):  # pragma: no cover (compiled)
+    """numpy's pairwise summation of the terms of entries ``lo:lo + n``, operation for operation (numpy's
+    ``pairwise_sum``, ``loops_utils.h.src``: below 8 terms one after another from -0.0; up to 128 eight
+    running sums combined as a tree, then the rest; above, the halves, cut at a multiple of 8)."""
+    if n < 8:
+        total = -0.0
+        for p in range(lo, lo + n):
+            total += _term(values, a, b, p)
+        return total
+    if n <= 128:
+        r0, r1 = _term(values, a, b, lo), _term(values, a, b, lo + 1)
+        r2, r3 = _term(values, a, b, lo + 2), _term(values, a, b, lo + 3)
+        r4, r5 = _term(values, a, b, lo + 4), _term(values, a, b, lo + 5)
+        r6, r7 = _term(values, a, b, lo + 6), _term(values, a, b, lo + 7)
+        i = 8
+        while i < n - n % 8:
+            p = lo + i
+            r0 += _term(values, a, b, p)
+            r1 += _term(values, a, b, p + 1)
+            r2 += _term(values, a, b, p + 2)
+            r3 += _term(values, a, b, p + 3)
+            r4 += _term(values, a, b, p + 4)
+            r5 += _term(values, a, b, p + 5)
+            r6 += _term(values, a, b, p + 6)
+            r7 += _term(values, a, b, p + 7)
+            i += 8
+        total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        for p in range(lo + i, lo + n):
+            total += _term(values, a, b, p)
+        return total
+    half = n // 2
+    half -= half % 8
+    return _pairwise(values, a, b, lo, half) + _pairwise(values, a, b, lo + half, n - half)
