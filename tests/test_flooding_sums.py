@@ -7,9 +7,10 @@ and takes the sums as the former implementation did: ``np.add.reduceat`` of the 
 added per receiver when fewer than a quarter of the pairs change, else ``np.add.reduceat`` over every
 receiver's ball. The sums must agree bit for bit (same additions in the same order), for balls of
 fewer than 8 entries, 8 to 128 and more than 128 (the three cases of numpy's pairwise summation),
-for summed columns the table holds as float64 (read in place) and as other types (copied as float64
-beside the table). Values span twelve decades with some -0.0, so another order of additions would
-change some of the last bits.
+for summed columns the table holds as float64 (read in place) and as other types or at offsets that
+are not a multiple of 8 (copied as float64 beside the table), rows copied as 8-byte words or bytes.
+Values span twelve decades with some -0.0, so another order of additions would change some of the
+last bits.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tests.test_dubey2020a_flooding import make_sim
 CASES = {
     "float64": ([("x", "f8", (2,)), ("w", "f8")], {"x": "x", "xw": ("x", "w")}),
     "other types": ([("k", "i4"), ("y", "f4", (3,))], {"k": "k", "yk": ("y", "k")}),
+    "rows of 36 bytes": ([("k", "i4"), ("z", "f8")], {"z": "z", "kz": ("k", "z")}),  # copied byte by byte
 }
 
 

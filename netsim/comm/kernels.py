@@ -108,20 +108,52 @@ def receive(dst, start, size, arrival, origin, seq, life, ball_ptr, ball_origin,
 
 
 @njit(cache=True)
+def gather(records, raw, start, stop, at, out, origin, seq, life, first):  # noqa: PLR0913  # pragma: no cover (compiled)
+    """Join the rows of one payload that some message carries (``records``; ``raw``: the same rows as words).
+
+    Message ``i`` carries the rows ``start[i]:stop[i]``; the rows any message carries are copied in row
+    order to ``out[at:]`` (words), their ``origin``, ``seq`` and ``life`` to those arrays (same places),
+    and ``first[i]`` becomes the place of message ``i``'s first row (``at`` for an empty message).
+    Returns the end of the copied rows.
+    """
+    n = len(records)
+    cover = np.zeros(n + 1, dtype=np.int64)  # messages carrying each row, as differences
+    for i in range(len(start)):
+        if stop[i] > start[i]:
+            cover[start[i]] += 1
+            cover[stop[i]] -= 1
+    carried = 0
+    k = at
+    for r in range(n):
+        carried += cover[r]
+        if carried > 0:
+            for w in range(raw.shape[1]):
+                out[k, w] = raw[r, w]
+            origin[k] = records[r].origin
+            seq[k] = records[r].seq
+            life[k] = records[r].life
+            cover[r] = k  # row r's place, read back below
+            k += 1
+    for i in range(len(start)):
+        first[i] = cover[start[i]] if stop[i] > start[i] else at
+    return k
+
+
+@njit(cache=True)
 def replace(dst, pair, row, records, table, floats, values, copy, spec, diffs, ball_ptr, receivers,  # noqa: PLR0913
             summed):  # pragma: no cover (compiled)
     """Latest-table entries ``pair[c]`` (of receiver ``dst[c]``, grouped by receiver in increasing order) become
     the records ``row[c]``, and the running sums follow.
 
-    The raw rows go from ``records`` into ``table`` (bytes); ``values`` holds each entry's summed columns as
-    float64 (``floats`` for the records): the table itself seen as float64 or, with ``copy``, a side array
-    into which ``floats[row]`` is copied. Term ``e`` of an entry is ``values[pair, spec[e, 0]]``, times
-    ``values[pair, spec[e, 1]]`` where that is not -1. Where ``diffs`` has one column per change, the new
-    term less the old goes to it (the caller sums those per receiver). Else, for each receiver
-    ``receivers[i]`` (increasing; every receiver of a change among them) once its entries are replaced,
-    ``summed[i, e]`` becomes the sum of term ``e`` over its ball, added as ``np.add.reduceat`` adds a
-    segment (:func:`_segment`): the same sums, bit for bit, as summing a table of terms, without
-    keeping that table.
+    The raw rows go from ``records`` into ``table`` (bytes or 8-byte words); ``values`` holds each entry's
+    summed columns as float64 (``floats`` for the records): the table itself seen as float64 or, with
+    ``copy``, a side array into which ``floats[row]`` is copied. Term ``e`` of an entry is
+    ``values[pair, spec[e, 0]]``, times ``values[pair, spec[e, 1]]`` where that is not -1. Where ``diffs``
+    has one column per change, the new term less the old goes to it (the caller sums those per
+    receiver). Else, for each receiver ``receivers[i]`` (increasing; every receiver of a change among
+    them) once its entries are replaced, ``summed[i, e]`` becomes the sum of term ``e`` over its ball,
+    added as ``np.add.reduceat`` adds a segment (:func:`_segment`): the same sums, bit for bit, as
+    summing a table of terms, without keeping that table.
     """
     width = spec.shape[0]
     few = diffs.shape[1] > 0
@@ -149,8 +181,8 @@ def replace(dst, pair, row, records, table, floats, values, copy, spec, diffs, b
 
 @njit(cache=True, inline="always")
 def _put(p, r, records, table, floats, values, copy):  # pragma: no cover (compiled)
-    """Entry ``p`` of the latest table becomes record ``r`` (raw bytes, and its float64 values with ``copy``)."""
-    for b in range(records.shape[1]):  # a byte loop: ~3x faster than a slice assignment here
+    """Entry ``p`` of the latest table becomes record ``r`` (raw words, and its float64 values with ``copy``)."""
+    for b in range(records.shape[1]):  # a loop: ~3x faster than a slice assignment here
         table[p, b] = records[r, b]
     if copy:
         for f in range(values.shape[1]):
