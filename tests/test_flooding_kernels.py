@@ -1,6 +1,11 @@
-"""The latest table's running sums (``netsim.comm.kernels.replace``) against a table of terms summed by numpy.
+"""The compiled loops of LOCAL flooding's receive path (``netsim.comm.kernels``) against plain models.
 
-The compiled pass reads each entry's terms from the table rows and adds them in the order of
+Joining a batch (``kernels.gather`` through ``heard._messages``): every message's rows are the rows of
+its payload it carries, each carried row is in the joined rows once, payload after payload in order of
+first appearance and in row order within each, and the header columns are those of the joined rows.
+
+The latest table's running sums (``kernels.replace``) against a table of terms summed by numpy: the
+compiled pass reads each entry's terms from the table rows and adds them in the order of
 ``np.add.reduceat`` (a segment's first term plus numpy's pairwise sum of the rest), without a table of
 terms. The plain model here keeps that table: one column per pair, written for every replaced entry,
 and takes the sums as the former implementation did: ``np.add.reduceat`` of the new terms less the old
@@ -21,6 +26,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netsim.comm.flooding import Flooding
+from netsim.comm.heard import _messages
+from netsim.engine.messages import Message, Multicast
 from tests.test_dubey2020a_flooding import make_sim
 
 #: (value columns, sums): float64 columns summed in place, and int32 / float32 ones copied as float64
@@ -91,3 +98,51 @@ def test_sums_equal_a_table_of_terms_summed_by_numpy(case, seed):
                 part = np.add.reduceat(table[name], ptr[receivers], axis=1).T
                 expected[name][receivers] = part.reshape((len(receivers),) + expected[name].shape[1:])
             assert expected[name].tobytes() == flood.sums[name].tobytes(), (name, "few" if few else "all")
+
+
+def space(rows, dtype):
+    """Fresh arrays for ``_messages`` (as ``Receiving._joined`` gives), filled with garbage."""
+    return (np.frombuffer(np.random.default_rng(0).bytes(rows * dtype.itemsize), dtype=dtype).copy(),
+            np.full(rows, -7, np.int32), np.full(rows, -7, np.int64), np.full(rows, -7, np.int32))
+
+
+@pytest.mark.parametrize("columns", [CASES["float64"][0], CASES["rows of 36 bytes"][0]])
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_joined_rows_are_the_rows_carried_each_once(columns, seed):
+    rng = np.random.default_rng(seed)
+    sim = make_sim(agents=6, seed=1)
+    flood = Flooding(sim, "flood", 2, columns, deferred=True)
+    payloads = []
+    for _ in range(int(rng.integers(1, 4))):
+        n = int(rng.integers(0, 30))
+        rec = flood.records(rng.integers(0, 6, n), values(rng, np.dtype(columns), n))
+        rec["seq"] = rng.integers(0, 2**40, n)
+        rec["life"] = rng.integers(0, 3, n)
+        payloads.append(rec)
+    items, carried = [], []  # carried: each message's (payload, rows) in list order
+    for _ in range(int(rng.integers(1, 6))):
+        p = int(rng.integers(len(payloads)))
+        rec = payloads[p]
+        if rng.random() < 0.3:  # a single Message: its whole payload
+            items.append(Message("flood", 0, int(rng.integers(6)), rec, 0.0, float(rng.random()), len(rec)))
+            carried.append((p, np.arange(len(rec))))
+            continue
+        k = int(rng.integers(1, 5))
+        start = rng.integers(0, len(rec) + 1, k)
+        stop = np.minimum(start + rng.integers(0, 8, k), len(rec))
+        items.append(Multicast("flood", np.zeros(k, np.int64), rng.integers(0, 6, k), start, stop, rec, 0.0,
+                               rng.random(k)))
+        carried += [(p, np.arange(a, b)) for a, b in zip(start, stop, strict=True)]
+    dst, first, end, due, base, origin, seq, life = _messages(items, space)
+    assert len(dst) == len(first) == len(end) == len(due) == len(carried)
+    # the plain model: the carried rows of each payload, payloads in order of first appearance
+    order = list(dict.fromkeys(p for p, _ in carried))
+    joined = [(p, r) for p in order for r in sorted({int(r) for q, rows in carried if q == p for r in rows})]
+    assert base.tobytes() == b"".join(payloads[p][r].tobytes() for p, r in joined)
+    for (p, rows), a, b in zip(carried, first, end, strict=True):
+        assert b - a == len(rows)
+        if len(rows):
+            assert base[a:b].tobytes() == payloads[p][rows].tobytes()
+    assert origin.tolist() == base["origin"].tolist() and seq.tolist() == base["seq"].tolist()
+    assert life.tolist() == base["life"].tolist()
