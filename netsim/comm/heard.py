@@ -5,8 +5,9 @@ Part of :class:`netsim.comm.flooding.Flooding` (its base class; see that module'
 reader collects at a tick, or what a record reader gets at an instant) is handled as:
 
 1. its messages as arrays (receiver, first row, row end, due time) over the rows they carry, joined
-   once as raw rows, put in delivery order (a stable sort by due time), then grouped by receiver
-   (delivery order kept within each);
+   once (:func:`netsim.comm.kernels.gather`: each carried row once, with its header columns side by
+   side), put in delivery order (a stable sort by due time), then grouped by receiver (delivery order
+   kept within each);
 2. the record copies one at a time, receiver by receiver, by a compiled loop
    (:func:`netsim.comm.kernels.receive`): a copy back at its origin is dropped; else its pair
    (receiver, origin) is found by bisection in the receiver's gamma-ball (sorted origins) and its
@@ -136,8 +137,8 @@ class Receiving:
         A record's ``due_at`` is one time or one per message (held deliveries, ``netsim.engine.held``); the
         messages are taken in delivery order, the stable sort by due time of the items' messages in
         list order. Messages of one flush share their payload array, so the distinct payloads are
-        joined once and each message becomes a range of row indices (joining raw bytes is ~50x
-        faster than np.concatenate on structured arrays); no Python object per message.
+        joined once, the rows some message carries (:func:`_messages`), and each message becomes a
+        range of row indices; no Python object per message.
 
         The messages are then grouped by receiver (delivery order kept within each) and their copies
         taken one at a time by the compiled loop :func:`netsim.comm.kernels.receive`: every rule is per

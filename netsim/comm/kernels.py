@@ -7,10 +7,11 @@ loop over the copies touches each one once; the same rules as array passes cost 
 passes per copy (sorts, gathers, scatters), 4-5x the CPU time at M = 10,000 (``docs/performance.md``).
 
 The loops are compiled on first use (``cache=True``: the machine code is kept in ``__pycache__`` and
-loaded by later processes) and do no floating-point arithmetic other than copies and the difference
-of two terms, so their results are bit for bit those of the same rules in numpy; the sums over the
-latest table stay ``np.add.reduceat`` calls in :mod:`netsim.comm.heard`. This module is imported
-only by the message path (realistic mode), so paper-mode runs never load numba.
+loaded by later processes) and do no floating-point arithmetic other than copies, the product of two
+columns, the difference of two terms and the sums over the latest table, added in the order
+``np.add.reduceat`` adds them (:func:`_segment`, :func:`_pairwise`), so their results are bit for bit
+those of the same rules in numpy. This module is imported only by the message path (realistic mode),
+so paper-mode runs never load numba.
 """
 
 from __future__ import annotations
