@@ -232,6 +232,7 @@ class Flooding(Receiving):
         self._mask = np.zeros(pairs, dtype=np.uint64)      # bit j: seq (high - j) seen
         self._where = np.full(m, -1, dtype=np.int64)       # scratch of the compiled loop: a receiver's pair by origin
         self._buffer = self._none = np.zeros(0, dtype=np.int64)  # scratch of the batches (Receiving._scratch)
+        self._rows = np.zeros(0, dtype=self.dtype)                # the joined rows of a batch (Receiving._joined)
         if self.keep_latest:
             self._latest_state(pairs)
 

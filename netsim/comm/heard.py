@@ -5,8 +5,9 @@ Part of :class:`netsim.comm.flooding.Flooding` (its base class; see that module'
 reader collects at a tick, or what a record reader gets at an instant) is handled as:
 
 1. its messages as arrays (receiver, first row, row end, due time) over the rows they carry, joined
-   once as raw rows, put in delivery order (a stable sort by due time), then grouped by receiver
-   (delivery order kept within each);
+   once (:func:`netsim.comm.kernels.gather`: each carried row once, with its header columns side by
+   side), put in delivery order (a stable sort by due time), then grouped by receiver (delivery order
+   kept within each);
 2. the record copies one at a time, receiver by receiver, by a compiled loop
    (:func:`netsim.comm.kernels.receive`): a copy back at its origin is dropped; else its pair
    (receiver, origin) is found by bisection in the receiver's gamma-ball (sorted origins) and its
@@ -15,10 +16,10 @@ reader collects at a tick, or what a record reader gets at an instant) is handle
    life left, reported if asked, and, where its seq is above the latest-table entry's, becomes the
    pair's candidate;
 3. each pair's candidate (the first copy of the highest fresh seq) replaces the latest-table entry:
-   the table holds the record as received, one raw row per pair, and the terms of the running sums
-   column-wise (one row per element and one column per pair); the sums are updated by differences
-   when few entries change, else summed afresh over the table (in steady state every origin
-   publishes once per tick and every pair changes), both with ``np.add.reduceat``;
+   the table holds the record as received, one raw row per pair, and the sums' terms are read from
+   its rows; the sums are updated by differences when few entries change, else summed afresh over
+   each receiver's ball, in both cases in the order of additions of ``np.add.reduceat`` over a table
+   of terms (:func:`netsim.comm.kernels.replace`: one pass, no table of terms kept);
 4. what is reported (``on_receive``) is put back in delivery order; what is forwarded is queued
    receiver by receiver (delivery order within each), the order a flush sends it in.
 
@@ -44,58 +45,70 @@ def take(records: np.ndarray, index: np.ndarray) -> np.ndarray:
     return records.view(np.dtype((np.void, records.dtype.itemsize)))[index].view(records.dtype)
 
 
-def _messages(items: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(receivers, first rows, row ends, due times, joined payloads) of delivered items, in list order.
+def _messages(items: list, space: Any) -> tuple[np.ndarray, ...]:
+    """(receivers, first rows, row ends, due times, joined payloads, origin, seq, life) of delivered items, in
+    list order.
 
     Items are :class:`~netsim.engine.network.Multicast` records (rows ``start:stop`` of their payload) or
     single Messages (their whole payload); consecutive Messages are gathered in plain lists. The joined
-    payloads hold the rows the messages carry, each once.
+    payloads hold the rows the messages carry, each once, payload after payload (in order of first
+    appearance) and in row order within each: a flight's payload comes with every batch that has one of
+    its messages, most of its rows carried by none of them. One compiled pass per payload
+    (:func:`netsim.comm.kernels.gather`) finds those rows, copies them (as 8-byte words where the rows
+    allow it) and their header columns ``origin``, ``seq``, ``life`` side by side (what the receive loop
+    reads), and gives each message its first row in the joined payloads. ``space(rows, dtype)``: arrays of
+    that many rows for the joined payloads and the three columns (:meth:`Receiving._joined`).
     """
-    offset: dict[int, int] = {}  # payload -> its first row in the joined payloads
+    index: dict[int, int] = {}  # payload -> its place in chunks
     chunks: list[np.ndarray] = []
-    rows = 0
-    dsts, starts, stops, dues = [], [], [], []
-    single: list[list] = [[], [], [], []]  # a run of single Messages: dst, start, stop, due
+    dsts, starts, stops, dues, which = [], [], [], [], []
+    single: list[list] = [[], [], [], [], []]  # a run of single Messages: dst, start, stop, due, payload
 
     def close() -> None:
         if single[0]:
-            for out, values in zip((dsts, starts, stops, dues), single, strict=True):
+            for out, values in zip((dsts, starts, stops, dues, which), single, strict=True):
                 out.append(np.array(values))
                 values.clear()
 
     for item in items:
         payload = item.payload
-        at = offset.get(id(payload))
+        at = index.get(id(payload))
         if at is None:
-            at = offset[id(payload)] = rows
+            at = index[id(payload)] = len(chunks)
             chunks.append(payload)
-            rows += len(payload)
         if hasattr(item, "start"):
             close()
             dsts.append(item.dst)
-            starts.append(item.start + at)
-            stops.append(item.stop + at)
+            starts.append(item.start)
+            stops.append(item.stop)
             due = item.due_at
             dues.append(due if isinstance(due, np.ndarray) else np.full(len(item.dst), due))
+            which.append(np.full(len(item.dst), at))
         else:
-            for values, value in zip(single, (item.dst, at, at + len(payload), item.due_at), strict=True):
+            for values, value in zip(single, (item.dst, 0, len(payload), item.due_at, at), strict=True):
                 values.append(value)
     close()
-    start, stop = (np.concatenate(x).astype(np.int64, copy=False) for x in (starts, stops))
-    # only the rows some message carries are joined (a flight's payload comes with every batch that has one of
-    # its messages): a row's place in the joined payloads is its rank among those
-    used = np.cumsum(np.bincount(start, minlength=rows + 1) - np.bincount(stop, minlength=rows + 1)) > 0
-    rank = np.cumsum(used) - 1
-    raw = np.dtype((np.void, chunks[0].dtype.itemsize))
-    parts, at = [], 0
-    for chunk in chunks:
-        keep = used[at:at + len(chunk)]
-        parts.append(chunk.view(raw) if keep.all() else chunk.view(raw)[keep])
-        at += len(chunk)
-    base = np.concatenate(parts).view(chunks[0].dtype)
-    first = rank[start]
+    start, stop, chunk = (np.concatenate(x).astype(np.int64, copy=False) for x in (starts, stops, which))
+    dtype = chunks[0].dtype
+    unit = np.dtype(np.uint64 if dtype.itemsize % 8 == 0 else np.uint8)  # rows copied as 8-byte words where they can
+    width = dtype.itemsize // unit.itemsize
+    bound = sum(len(c) for c in chunks)  # at most every row of every payload (pages never written are never touched)
+    base, origin, seq, life = space(bound, dtype)
+    first = np.empty(len(start), dtype=np.int64)
+    if len(chunks) == 1:
+        groups = [np.arange(len(start))]
+    else:  # the messages of each payload, payloads in order of first appearance
+        order = np.argsort(chunk, kind="stable")
+        groups = np.split(order, np.flatnonzero(np.diff(chunk[order])) + 1)
+    rows = 0
+    for messages in groups:
+        records = np.ascontiguousarray(chunks[int(chunk[messages[0]])])
+        placed = np.empty(len(messages), dtype=np.int64)
+        rows = _kernels().gather(records, records.view(unit).reshape(len(records), width), start[messages],
+                                 stop[messages], rows, base.view(unit).reshape(bound, width), origin, seq, life, placed)
+        first[messages] = placed
     return (np.concatenate(dsts).astype(np.int64, copy=False), first, first + (stop - start),
-            np.concatenate(dues).astype(float, copy=False), base)
+            np.concatenate(dues).astype(float, copy=False), base[:rows], origin[:rows], seq[:rows], life[:rows])
 
 
 def _kernels():
@@ -113,7 +126,7 @@ class Receiving:
     _high: np.ndarray
     _mask: np.ndarray
     _table: np.ndarray
-    _terms: np.ndarray
+    _values: np.ndarray
     sums: dict[str, np.ndarray]
     on_receive: Any
     on_latest: Any
@@ -124,8 +137,8 @@ class Receiving:
         A record's ``due_at`` is one time or one per message (held deliveries, ``netsim.engine.held``); the
         messages are taken in delivery order, the stable sort by due time of the items' messages in
         list order. Messages of one flush share their payload array, so the distinct payloads are
-        joined once and each message becomes a range of row indices (joining raw bytes is ~50x
-        faster than np.concatenate on structured arrays); no Python object per message.
+        joined once, the rows some message carries (:func:`_messages`), and each message becomes a
+        range of row indices; no Python object per message.
 
         The messages are then grouped by receiver (delivery order kept within each) and their copies
         taken one at a time by the compiled loop :func:`netsim.comm.kernels.receive`: every rule is per
@@ -133,7 +146,7 @@ class Receiving:
         can tell. What is reported (``on_receive``) is put back in delivery order; what is forwarded is
         queued receiver by receiver, the order a flush sends it in.
         """
-        dst, start, stop, due, base = _messages(items)
+        dst, start, stop, due, base, origin, seq, life = _messages(items, self._joined)
         if len(due) > 1 and np.any(due[1:] < due[:-1]):
             order = stable_order(due)
             dst, start, stop = dst[order], start[order], stop[order]
@@ -153,8 +166,6 @@ class Receiving:
         heard_dst, heard_row = rest[:2] if report else (self._none,) * 2
         change = rest[2 * report:] if latest else [self._none] * 3
         heard_row.fill(-1)
-        # the header columns the loop reads, contiguous (a record row is ~100 bytes; these are 16)
-        origin, seq, life = (np.ascontiguousarray(base[name]) for name in ("origin", "seq", "life"))
         kept, moved, changed = kernels.receive(
             dst, start, sizes, arrival, origin, seq, life, self._ball_ptr, self._ball_origin, self._high, self._mask,
             self._winner if latest else self._none, self._where,
@@ -165,16 +176,28 @@ class Receiving:
         self.duplicates += total - kept
         if not kept:
             return
-        forward = (moved_dst[:moved].copy(), take(base, moved_row[:moved]))  # out of the scratch before any callback
+        # out of the scratch and the joined rows before any callback
+        forward = (moved_dst[:moved].copy(), take(base, moved_row[:moved]))
+        if report:
+            heard = np.flatnonzero(heard_row >= 0)
+            heard = (heard_dst[heard], take(base, heard_row[heard]))
         if changed:
             self._update_latest(*(part[:changed] for part in change), base)
         if report:
-            heard = np.flatnonzero(heard_row >= 0)
-            self.on_receive(heard_dst[heard], take(base, heard_row[heard]))
+            self.on_receive(*heard)
         if moved:
             self._queue(*forward)
             if self.relay == "on_receipt":
                 self.flush()
+
+    def _joined(self, rows: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Room for ``rows`` joined record rows and their ``origin``, ``seq``, ``life``: views of arrays kept between
+        batches (fresh ones each batch would cost their page faults again, ~40 % of the join at M = 10,000)."""
+        if len(self._rows) < rows:
+            size = rows + rows // 4
+            self._rows = np.empty(size, dtype=dtype)
+            self._heads = (np.empty(size, np.int32), np.empty(size, np.int64), np.empty(size, np.int32))
+        return self._rows[:rows], *(column[:rows] for column in self._heads)
 
     def _scratch(self, size: int, count: int) -> list[np.ndarray]:
         """``count`` int64 arrays of ``size`` entries: views of one buffer kept between batches (a fresh one
@@ -185,7 +208,8 @@ class Receiving:
 
     def _latest_state(self, pairs: int) -> None:
         """The latest table: one row per pair of the gamma-balls, the newest record as received (seq -1 and
-        created nan: none yet), and the terms of the sums, one row per element and one column per pair."""
+        created nan: none yet). The sums' terms are read from it: its summed columns seen as float64 where
+        they allow it (``_direct``), else copied side by side (as float64) into ``_values``."""
         self._table = np.zeros(pairs, dtype=self.dtype)
         self._table["seq"] = -1
         self._table["created"] = np.nan
@@ -197,18 +221,19 @@ class Receiving:
             size = max(int(np.prod(fields[column][0].shape, dtype=np.int64)) for column in spec)
             self._sum_columns[name] = slice(width, width + size)
             width += size
-        self._terms = np.zeros((width, pairs))  # column-major: the sums run along contiguous rows
         self._receivers = np.flatnonzero(np.diff(self._ball_ptr))  # receivers with a non-empty ball
         # where the compiled loop reads each term's factors: float columns of a record row (seen as float64
         # where the summed columns allow it, else copied side by side: Receiving._floats)
         summed = list(dict.fromkeys(column for spec in self.sum_spec.values() for column in spec))
-        self._direct = self.dtype.itemsize % 8 == 0 and all(
+        self._direct = self.dtype.itemsize % 8 == 0 and self._table.ctypes.data % 8 == 0 and all(
             fields[column][0].base == np.float64 and self.dtype.fields[column][1] % 8 == 0 for column in summed)
         at, self._float_columns = 0, {}
         for column in summed:
             self._float_columns[column] = self.dtype.fields[column][1] // 8 if self._direct else at
             at += int(np.prod(fields[column][0].shape, dtype=np.int64))
         self._float_width = at
+        self._values = (self._table.view(np.float64).reshape(pairs, self.dtype.itemsize // 8) if self._direct
+                        else np.zeros((pairs, at)))
         spec = np.full((width, 2), -1, dtype=np.int64)
         for name, columns in self.sum_spec.items():
             for e in range(self._sum_columns[name].start, self._sum_columns[name].stop):
@@ -221,26 +246,33 @@ class Receiving:
         """Put the newest fresh record of each pair in the latest table (``base[rows]``), where newer.
 
         ``dst, pair, rows``: the receivers, pairs and rows of such records, receiver by receiver in pair
-        order. The records replace the table's rows as raw bytes and their terms the pairs' terms
-        (:func:`netsim.comm.kernels.replace`); the sums are updated by differences (receiver by
-        receiver) when few entries change, else summed afresh over the whole table (in steady state
-        every origin publishes once per tick and every pair changes).
+        order. One compiled pass (:func:`netsim.comm.kernels.replace`) replaces the table's rows (raw
+        bytes) and updates the sums: by differences (the new terms less the old, summed receiver by
+        receiver with ``np.add.reduceat``) when few entries change, else summed afresh over each
+        receiver's ball right after its entries are replaced (in steady state every origin publishes
+        once per tick and every pair changes), in ``np.add.reduceat``'s order of additions: the sums
+        are bit for bit those of a table of terms summed with numpy.
         """
         few = len(pair) * 4 < len(self._ball_origin)
         told = None
         if self.on_latest is not None:
             told = (dst.copy(), self._ball_origin[pair], take(self._table, pair), take(base, rows))
-        diffs = np.empty((len(self._terms), len(pair) if few and self.sum_spec else 0))
-        size = self.dtype.itemsize
-        _kernels().replace(pair, rows, base.view(np.uint8).reshape(len(base), size),
-                           self._table.view(np.uint8).reshape(len(self._table), size), self._floats(base),
-                           self._term_spec, self._terms, diffs)
-        if self.sum_spec:
+        width = len(self._term_spec)
+        diffs = np.empty((width, len(pair) if few and width else 0))
+        summed = np.empty((len(self._receivers) if width and not few else 0, width))
+        # rows copied as 8-byte words where both arrays allow it (~1.5x faster than bytes), else as bytes
+        words = self.dtype.itemsize % 8 == 0 and base.ctypes.data % 8 == 0 and self._table.ctypes.data % 8 == 0
+        unit = np.uint64 if words else np.uint8
+        _kernels().replace(dst, pair, rows, base.view(unit).reshape(len(base), -1),
+                           self._table.view(unit).reshape(len(self._table), -1), self._floats(base),
+                           self._values, not self._direct, self._term_spec, diffs, self._ball_ptr, self._receivers,
+                           summed)
+        if width:
             if few:
                 runs = np.flatnonzero(np.append(True, dst[1:] != dst[:-1]))   # receivers in increasing order
                 self._add_sums(dst[runs], np.add.reduceat(diffs, runs, axis=1), add=True)
             else:
-                self._add_sums(self._receivers, np.add.reduceat(self._terms, self._ball_ptr[self._receivers], axis=1))
+                self._add_sums(self._receivers, summed.T)
         if told is not None:
             dst, origin, previous, records = told
             self.on_latest(dst, origin, *({name: x[name] for name in self.value_names} for x in (previous, records)))
@@ -277,7 +309,8 @@ class Receiving:
         self._table[lo:hi] = np.zeros(1, dtype=self.dtype)
         self._table["seq"][lo:hi] = -1
         self._table["created"][lo:hi] = np.nan
-        self._terms[:, lo:hi] = 0
+        if not self._direct:
+            self._values[lo:hi] = 0
         for total in self.sums.values():
             total[agent] = 0  # every term of its sums is gone
         if previous is not None:

@@ -7,10 +7,11 @@ loop over the copies touches each one once; the same rules as array passes cost 
 passes per copy (sorts, gathers, scatters), 4-5x the CPU time at M = 10,000 (``docs/performance.md``).
 
 The loops are compiled on first use (``cache=True``: the machine code is kept in ``__pycache__`` and
-loaded by later processes) and do no floating-point arithmetic other than copies and the difference
-of two terms, so their results are bit for bit those of the same rules in numpy; the sums over the
-latest table stay ``np.add.reduceat`` calls in :mod:`netsim.comm.heard`. This module is imported
-only by the message path (realistic mode), so paper-mode runs never load numba.
+loaded by later processes) and do no floating-point arithmetic other than copies, the product of two
+columns, the difference of two terms and the sums over the latest table, added in the order
+``np.add.reduceat`` adds them (:func:`_segment`, :func:`_pairwise`), so their results are bit for bit
+those of the same rules in numpy. This module is imported only by the message path (realistic mode),
+so paper-mode runs never load numba.
 """
 
 from __future__ import annotations
@@ -108,26 +109,143 @@ def receive(dst, start, size, arrival, origin, seq, life, ball_ptr, ball_origin,
 
 
 @njit(cache=True)
-def replace(pair, row, records, table, floats, spec, terms, diffs):  # pragma: no cover (compiled)
-    """Latest-table entries ``pair[c]`` become the records ``row[c]``: raw rows (``records`` into ``table``,
-    bytes) and terms of the sums (into column ``pair[c]`` of ``terms``).
+def gather(records, raw, start, stop, at, out, origin, seq, life, first):  # noqa: PLR0913  # pragma: no cover (compiled)
+    """Join the rows of one payload that some message carries (``records``; ``raw``: the same rows as words).
 
-    Term ``e`` of a record is ``floats[row, spec[e, 0]]``, times ``floats[row, spec[e, 1]]`` where that is
-    not -1 (``floats``: the summed columns of ``records`` as float64). Where ``diffs`` has one column per
-    change, the new term less the old goes to it.
+    Message ``i`` carries the rows ``start[i]:stop[i]``; the rows any message carries are copied in row
+    order to ``out[at:]`` (words), their ``origin``, ``seq`` and ``life`` to those arrays (same places),
+    and ``first[i]`` becomes the place of message ``i``'s first row (``at`` for an empty message).
+    Returns the end of the copied rows.
     """
-    width = terms.shape[0]
+    n = len(records)
+    cover = np.zeros(n + 1, dtype=np.int64)  # messages carrying each row, as differences
+    for i in range(len(start)):
+        if stop[i] > start[i]:
+            cover[start[i]] += 1
+            cover[stop[i]] -= 1
+    carried = 0
+    k = at
+    for r in range(n):
+        carried += cover[r]
+        if carried > 0:
+            for w in range(raw.shape[1]):
+                out[k, w] = raw[r, w]
+            origin[k] = records[r].origin
+            seq[k] = records[r].seq
+            life[k] = records[r].life
+            cover[r] = k  # row r's place, read back below
+            k += 1
+    for i in range(len(start)):
+        first[i] = cover[start[i]] if stop[i] > start[i] else at
+    return k
+
+
+@njit(cache=True)
+def replace(dst, pair, row, records, table, floats, values, copy, spec, diffs, ball_ptr, receivers,  # noqa: PLR0913
+            summed):  # pragma: no cover (compiled)
+    """Latest-table entries ``pair[c]`` (of receiver ``dst[c]``, grouped by receiver in increasing order) become
+    the records ``row[c]``, and the running sums follow.
+
+    The raw rows go from ``records`` into ``table`` (bytes or 8-byte words); ``values`` holds each entry's
+    summed columns as float64 (``floats`` for the records): the table itself seen as float64 or, with
+    ``copy``, a side array into which ``floats[row]`` is copied. Term ``e`` of an entry is
+    ``values[pair, spec[e, 0]]``, times ``values[pair, spec[e, 1]]`` where that is not -1. Where ``diffs``
+    has one column per change, the new term less the old goes to it (the caller sums those per
+    receiver). Else, for each receiver ``receivers[i]`` (increasing; every receiver of a change among
+    them) once its entries are replaced, ``summed[i, e]`` becomes the sum of term ``e`` over its ball,
+    added as ``np.add.reduceat`` adds a segment (:func:`_segment`, every term at once): the same sums,
+    bit for bit, as summing a table of terms, without keeping that table.
+    """
+    width = spec.shape[0]
     few = diffs.shape[1] > 0
-    size = records.shape[1]
-    for c in range(len(pair)):
-        p = pair[c]
-        r = row[c]
-        for b in range(size):  # a byte loop: ~3x faster than a slice assignment here
-            table[p, b] = records[r, b]
+    n = len(pair)
+    if few:
+        for c in range(n):
+            p = pair[c]
+            for e in range(width):
+                diffs[e, c] = -_term(values, spec[e, 0], spec[e, 1], p)
+            _put(p, row[c], records, table, floats, values, copy)
+            for e in range(width):
+                diffs[e, c] += _term(values, spec[e, 0], spec[e, 1], p)
+        return
+    acc = np.empty((8, width))
+    right = np.empty((64, width))       # one row per level of halving (below 64 for any array numpy can hold)
+    c = 0
+    for i in range(len(receivers)):
+        d = receivers[i]
+        while c < n and dst[c] == d:
+            _put(pair[c], row[c], records, table, floats, values, copy)
+            c += 1
+        if len(summed):
+            _segment(values, spec, ball_ptr[d], ball_ptr[d + 1] - ball_ptr[d], summed[i], acc, right)
+
+
+@njit(cache=True, inline="always")
+def _put(p, r, records, table, floats, values, copy):  # pragma: no cover (compiled)
+    """Entry ``p`` of the latest table becomes record ``r`` (raw words, and its float64 values with ``copy``)."""
+    for b in range(records.shape[1]):  # a loop: ~3x faster than a slice assignment here
+        table[p, b] = records[r, b]
+    if copy:
+        for f in range(values.shape[1]):
+            values[p, f] = floats[r, f]
+
+
+@njit(cache=True, inline="always")
+def _term(values, a, b, p):  # pragma: no cover (compiled)
+    """Column ``a`` of entry ``p``, times column ``b`` where ``b >= 0``."""
+    if b >= 0:
+        return values[p, a] * values[p, b]
+    return values[p, a]
+
+
+@njit(cache=True)
+def _segment(values, spec, lo, n, out, acc, right):  # pragma: no cover (compiled)
+    """``out[e]``: the sum of term ``e`` (:func:`_term`) of entries ``lo:lo + n`` (n >= 1) as ``np.add.reduceat``
+    takes a segment: the first term plus the pairwise sum of the others (:func:`_pairwise`; ``acc``,
+    ``right``: its scratch)."""
+    for e in range(len(out)):
+        out[e] = _term(values, spec[e, 0], spec[e, 1], lo)
+    if n > 1:
+        _pairwise(values, spec, lo + 1, n - 1, right[0], acc, right[1:])
+        for e in range(len(out)):
+            out[e] += right[0, e]
+
+
+@njit(cache=True)
+def _pairwise(values, spec, lo, n, out, acc, right):  # pragma: no cover (compiled)
+    """``out[e]``: numpy's pairwise summation of term ``e`` of entries ``lo:lo + n``, operation for operation,
+    for every term at once (numpy's ``pairwise_sum``, ``loops_utils.h.src``: below 8 terms one after
+    another from -0.0; up to 128 eight running sums combined as a tree, then the rest; above, the
+    halves, cut at a multiple of 8). ``acc``: 8 rows of scratch; ``right``: one row per level of halving
+    below this one."""
+    width = len(out)
+    if n < 8:
         for e in range(width):
-            new = floats[r, spec[e, 0]]
-            if spec[e, 1] >= 0:
-                new = new * floats[r, spec[e, 1]]
-            if few:
-                diffs[e, c] = new - terms[e, p]
-            terms[e, p] = new
+            out[e] = -0.0
+        for p in range(lo, lo + n):
+            for e in range(width):
+                out[e] += _term(values, spec[e, 0], spec[e, 1], p)
+        return
+    if n <= 128:
+        for j in range(8):
+            for e in range(width):
+                acc[j, e] = _term(values, spec[e, 0], spec[e, 1], lo + j)
+        i = 8
+        while i < n - n % 8:
+            for j in range(8):
+                for e in range(width):
+                    acc[j, e] += _term(values, spec[e, 0], spec[e, 1], lo + i + j)
+            i += 8
+        for e in range(width):
+            low = (acc[0, e] + acc[1, e]) + (acc[2, e] + acc[3, e])
+            out[e] = low + ((acc[4, e] + acc[5, e]) + (acc[6, e] + acc[7, e]))
+        for p in range(lo + i, lo + n):
+            for e in range(width):
+                out[e] += _term(values, spec[e, 0], spec[e, 1], p)
+        return
+    half = n // 2
+    half -= half % 8
+    _pairwise(values, spec, lo, half, out, acc, right)
+    _pairwise(values, spec, lo + half, n - half, right[0], acc, right[1:])
+    for e in range(width):
+        out[e] += right[0, e]
