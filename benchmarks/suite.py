@@ -106,8 +106,8 @@ def engine(quick: bool) -> dict:
                  "and a plain heapq loop",
         "workload": f"{e['agents']} agents, {e['degree']}-regular graph, every agent broadcasts every tick for "
                     f"{e['ticks']} ticks (engine: one broadcast call per agent; engine-many: one broadcast_each "
-                    "call per tick for all agents), one handler call per message (each implementation hands its handler "
-                    "the same fields: kind, source, destination, payload, send and due times, size); unit: "
+                    "call per tick for all agents), one handler call per message (each implementation hands its "
+                    "handler the same fields: kind, source, destination, payload, send and due times, size); unit: "
                     f"messages delivered. {rounds} rounds, one run of each implementation per round in an order "
                     "rotated per round; a ratio is the median over the rounds of the ratio of CPU times within "
                     "a round (paired runs under the same load), its rounds' range in brackets",
