@@ -13,19 +13,14 @@ a call's delays cross blocks often.
 from __future__ import annotations
 
 import networkx as nx
-import numpy as np
 import pytest
-import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsim.engine import faults as F
 from netsim.engine import network as N
 from netsim.engine.distributions import Distribution
 from netsim.engine.errors import ProtocolError
-from netsim.engine.metrics import Metrics
-from netsim.engine.network import FAULT, Network
-from netsim.engine.streams import Streams
+from tests.test_delivery_heap import build as build_network
 
 LAWS = [Distribution("exponential", {"mean": 0.7}), Distribution("constant", {"value": 1.0}),
         Distribution("constant", {"value": 0.0}), Distribution("bernoulli", {"p": 0.5}),
@@ -34,24 +29,7 @@ FAULTS = [{}, {"duplication": 0.3, "reorder": 0.3}, {"crashes": [{"node": 1, "st
 
 
 def build(graph, law, loss, faults_spec, seed, traced):
-    env = simpy.Environment()
-    n = graph.number_of_nodes()
-    metrics = Metrics(n, n, 1.0, 25.0)
-    net = Network(env, graph, num_agents=n, components=[list(range(n))], delay=law, server_delay=law, loss=loss,
-                  link_overrides={}, rng=np.random.default_rng(seed), metrics=metrics,
-                  delay_rng=np.random.default_rng(seed + 1))
-    spec = F.validate(faults_spec, nodes=n)
-    if F.kinds(spec):
-        net.faults = F.Faults(spec, env=env, edges=list(graph.edges), num_nodes=n, num_agents=n,
-                              streams=Streams(np.random.SeedSequence(seed + 2)), extras=metrics.extras)
-
-        def call_at(when, fn):
-            event = simpy.events.Event(env)
-            event._ok, event._value = True, None
-            event.callbacks.append(lambda _e: fn())
-            env.schedule(event, FAULT, when - env.now)
-
-        net.faults.start(call_at, 1e9)
+    net = build_network(law, loss, faults_spec, seed, graph=graph)
     events = []
     if traced:
         net.tracer = lambda event, m: events.append((event, tuple(m)))

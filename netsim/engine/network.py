@@ -427,10 +427,10 @@ class Network(DeliveryHeap, ChunkSends):
         if now != metrics.pending_at:
             metrics.defer_from(now)
         metrics.pending_edges += map(self._neighbor_edges.__getitem__, srcs)
-        self._in_flight += total
         sequence = self._sequence
         sampled = self._sampled
         if sampled is None:  # constant delay: one entry per sender, a multicast unless it has one neighbour
+            self._in_flight += total
             due = now + self._delay.args["value"]
             entries = [(due, next(sequence), kind, src, dsts[0] if len(dsts) == 1 else list(dsts), payload, now, due,
                         size, len(dsts)) for src, payload, dsts in zip(srcs, payloads, fanout, strict=True) if dsts]
@@ -448,27 +448,13 @@ class Network(DeliveryHeap, ChunkSends):
             if due < self._alarm_at:
                 self._arm(due)
             return
-        start = sampled.at
-        stop = start + total
-        if stop <= len(sampled.block):  # the same draws and the same head bound as one _send per sender
-            sampled.at = stop
-            delays = iter(sampled.block[start:stop])
-            head = now + sampled.low
-        else:
-            block = sampled.take(total)
-            delays = iter(block)
-            head = now + min(block)
+        delays = sampled.take(total)  # the draws of one _send per sender
+        remaining = iter(delays)
         # zip takes a delay and a sequence number only for a destination it has already taken
         entries = [((due := now + delay), number, kind, src, d, payload, now, due, size, 1)
                    for src, payload, dsts in zip(srcs, payloads, fanout, strict=True)
-                   for d, delay, number in zip(dsts, delays, sequence)]
-        if self._delivering:
-            self._push_during_delivery(entries)
-            return
-        self._fresh += entries
-        self._fresh_kinds.add(kind)
-        if head < self._alarm_at:
-            self._arm(head)
+                   for d, delay, number in zip(dsts, remaining, sequence)]
+        self._push_all(entries, kind, now + min(delays))
 
     def _law(self, law: Distribution) -> _Delays:
         """The delay stream of ``law`` (keyed by identity: laws live as long as the network)."""
