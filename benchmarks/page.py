@@ -21,18 +21,36 @@ WHY: dict[str, str] = {
         "subclass), two Python calls per send (broadcast, the send path: about 1,100 instructions per "
         "message at degree 4), the per-kind and per-node counters (about 450), the noted link ids "
         "(li2022 Eq. 2: about 700) and a 10-field entry per message built at send (about 650). Callgrind "
-        "(PYTHONHASHSEED=0, a 200-tick run less a 100-tick run, 80,000 messages): about 9,990 "
-        "instructions per message against 7,360 for the heapq loop (a ratio of 0.74); CPU times on this "
-        "shared machine vary by tens of percent between rounds (the range beside each ratio).",
+        "(PYTHONHASHSEED=0, a 200-tick run less a 100-tick run, 80,000 messages): about 9,850 "
+        "instructions per message against 7,390 for the heapq loop (a ratio of 0.75); CPU times on this "
+        "shared machine vary by tens of percent between rounds (the range beside each ratio). The "
+        "engine-many row sends the same traffic with one call per tick and pays the two calls per send "
+        "once per tick.",
+    "engine-many/heapq (exponential delays)":
+        "engine-many is the engine row's network and traffic with each tick's 200 broadcasts sent as one "
+        "Network.broadcast_each call (every agent a sender at one instant, as a synchronous round sends; the "
+        "same messages, sequence numbers, delay draws and delivery order as the loop of broadcasts): the "
+        "send path's calls, counters and flag checks are paid once per tick, and every sender's entries "
+        "are built in one comprehension. What is left per message is what the engine row pays besides "
+        "those: the entry, its share of the sort, the Message for the handler, the stretch's counters and "
+        "the noted link ids. Callgrind (as above): about 7,500 instructions per message against 7,390 for "
+        "the heapq loop (a ratio of 0.99).",
+    "engine-many/callbacks (exponential delays)":
+        "3x callbacks asks for about 5,750 instructions per message (callbacks: about 17,250); engine-many "
+        "runs about 7,500. What is left is mostly the per-message Message for the handler (a NamedTuple "
+        "built from a slice of the entry) and the 10-field entry itself; keeping the sorted run as columns "
+        "(Messages built from zipped, gathered columns) was about 15 % cheaper in an isolated model of the "
+        "send, sort and stretch, and is a rewrite of the run, the heap merge and the general step not made "
+        "yet; keeping the 7 fields as a tuple inside the entry (no slice) was 1.5x slower there.",
     "engine/callbacks (exponential delays)":
         "SimPy with a timeout and a callback per message pays an event, a heap push and pop and a SimPy "
         "step per message, but no Message object, no counters and no link accounting. By callgrind it "
-        "runs about 17,270 instructions per message (2.35x the heapq loop), so 3x callbacks asks for about "
-        "5,760 instructions per message, below the heapq loop's 7,360, from an engine at about 9,990: it "
-        "needs the per-message entry and the slice gone (one record per send, Messages built in bulk at "
-        "the wake-up), the link ids marked per slot rather than per instant, and fewer Python calls per "
-        "send. In CPU time the callbacks loop takes about 3.2x the heapq loop (it allocates more objects "
-        "per message), so the CPU ratio is higher than the count's 1.73.",
+        "runs about 17,250 instructions per message (2.33x the heapq loop), so 3x callbacks asks for about "
+        "5,750 instructions per message, below the heapq loop's 7,390, from an engine at about 9,850 (7,500 "
+        "with one broadcast_each call per tick, the engine-many row): it needs the per-message entry and "
+        "the slice gone (the run kept as columns, Messages built in bulk at the wake-up) and the link ids "
+        "marked per slot rather than per instant. In CPU time the callbacks loop takes about 3.2x the heapq "
+        "loop (it allocates more objects per message), so the CPU ratio is higher than the count's 1.75.",
     "realistic/paper CPU, dubey2020a-fig1a, M = 200, T = 1000, exponential delays mean 1":
         "paper mode computes the hops as sparse products per tick; realistic mode handles about 4,000 "
         "record copies per tick (a compiled loop over the copies, then the latest table's sums and the "

@@ -37,7 +37,7 @@ def test_quick_engine_and_bai(tmp_path):
     assert results["last_run"]["quick"] is True
     assert {"python", "numpy", "cpus"} <= set(results["machine"])
     engine = results["benchmarks"]["engine"]
-    assert set(engine["cases"]) == {f"{impl}-{law}" for impl in ("engine", "naive", "callbacks", "heapq")
+    assert set(engine["cases"]) == {f"{impl}-{law}" for impl in ("engine", "engine-many", "naive", "callbacks", "heapq")
                                     for law in ("constant", "exponential")}
     for case in engine["cases"].values():
         _check_case(case)
@@ -54,7 +54,8 @@ def test_quick_engine_and_bai(tmp_path):
     assert abs(bai["ratios"]["events/rounds, DP-MASE"] - expected) <= 1e-3 * expected
     assert set(engine["targets"]) <= set(engine["ratios"])
     for ratio in ("engine/naive (exponential delays)", "engine/heapq (exponential delays)",
-                  "engine/callbacks (exponential delays)",
+                  "engine/callbacks (exponential delays)", "engine-many/heapq (exponential delays)",
+                  "engine-many/callbacks (exponential delays)",
                   "events/rounds, CORRUPTED ELIMINATION"):
         assert ratio in page
     assert "# Performance" in page and "QUICK" in page

@@ -30,16 +30,18 @@ LAWS = [Distribution("constant", {"value": 1.0}), Distribution("constant", {"val
 NODES = 6
 
 
-def build(law, loss, faults_spec, seed, links=None):
-    graph = nx.complete_graph(NODES)
+def build(law, loss, faults_spec, seed, links=None, graph=None):
+    """A network of agents on ``graph`` (default: complete on NODES) with the seeds and faults the reference uses."""
+    graph = nx.complete_graph(NODES) if graph is None else graph
+    n = graph.number_of_nodes()
     env = simpy.Environment()
-    metrics = Metrics(NODES, NODES, 1.0, 25.0)
-    net = Network(env, graph, num_agents=NODES, components=[list(range(NODES))], delay=law, server_delay=law,
+    metrics = Metrics(n, n, 1.0, 25.0)
+    net = Network(env, graph, num_agents=n, components=[list(range(n))], delay=law, server_delay=law,
                   loss=loss, link_overrides=links or {}, rng=np.random.default_rng(seed), metrics=metrics,
                   delay_rng=np.random.default_rng(seed + 1))
-    spec = F.validate(faults_spec, nodes=NODES)
+    spec = F.validate(faults_spec, nodes=n)
     if F.kinds(spec):
-        net.faults = F.Faults(spec, env=env, edges=list(graph.edges), num_nodes=NODES, num_agents=NODES,
+        net.faults = F.Faults(spec, env=env, edges=list(graph.edges), num_nodes=n, num_agents=n,
                               streams=Streams(np.random.SeedSequence(seed + 2)), extras=metrics.extras)
 
         def call_at(when, fn):

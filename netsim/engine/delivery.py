@@ -114,8 +114,11 @@ class DeliveryHeap:
         if entry[0] < self._alarm_at:
             self._arm(entry[0])
 
-    def _push_all(self, entries: list[tuple]) -> None:
-        """Queue single-message entries, in the order of their sequences (taken just now)."""
+    def _push_all(self, entries: list[tuple], kind: str | None = None, head: float | None = None) -> None:
+        """Queue single-message entries, in the order of their sequences (taken just now).
+
+        ``kind``: the kind of every entry, if they share one; ``head``: their least due time, if known.
+        """
         if self.tracer:
             for entry in entries:
                 for message in _messages(entry):
@@ -125,8 +128,12 @@ class DeliveryHeap:
             self._push_during_delivery(entries)
             return
         self._fresh += entries
-        self._fresh_kinds.update(map(_kind, entries))
-        head = min(entries)[0]
+        if kind is None:
+            self._fresh_kinds.update(map(_kind, entries))
+        else:
+            self._fresh_kinds.add(kind)
+        if head is None:
+            head = min(entries)[0]
         if head < self._alarm_at:
             self._arm(head)
 

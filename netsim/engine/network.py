@@ -11,7 +11,8 @@ Delivery (see ``docs/engine.md``, "Delivery and ordering")
     carrying its destinations as an array (a *multicast*), and a
     :meth:`Network.broadcast_chunks` call (many senders, each its own rows of one array) is one
     entry too with constant delays, and one *flight* of arrays whatever the delays when its kind
-    has a deferred reader (:mod:`netsim.engine.held`). Single messages sent between two wake-ups are
+    has a deferred reader (:mod:`netsim.engine.held`); a :meth:`Network.broadcast_each` call (many
+    senders, a payload each) builds every sender's entries in one pass. Single messages sent between two wake-ups are
     sorted into a *run* when the wake-up fires; multicasts and what handlers send wait on a heap
     (:mod:`netsim.engine.delivery`).
 
@@ -438,6 +439,67 @@ class Network(DeliveryHeap, ChunkSends):
     def broadcast(self, src: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send ``payload`` from ``src`` to every neighbour."""
         self._send(src, self._neighbors[src], self._neighbor_edges[src], kind, payload, size)
+
+    def broadcast_each(self, srcs: Sequence[int], kind: str, payloads: Sequence[Any], *, size: int = 1) -> None:
+        """:meth:`broadcast` of ``payloads[j]`` from ``srcs[j]`` for every j, in that order (many senders at one
+        instant, e.g. every agent's message of a round).
+
+        Exactly the loop of broadcasts: the same messages, sequence numbers, delay draws, counters, link
+        accounting, tracer calls and delivery order. On plain links (one delay law, no loss, faults, tracer
+        or corruptor) the entries of all senders are built in one pass (one per link with sampled delays,
+        one multicast per sender with a constant delay); otherwise it is that loop.
+        """
+        if len(srcs) != len(payloads):
+            raise ProtocolError(f"broadcast_each({kind!r}): {len(srcs)} senders but {len(payloads)} payloads; "
+                                "accepted: one payload per sender")
+        if not self._plain or kind in self._corruptors:
+            for src, payload in zip(srcs, payloads, strict=True):
+                self._send(src, self._neighbors[src], self._neighbor_edges[src], kind, payload, size)
+            return
+        neighbors = self._neighbors
+        fanout = list(map(neighbors.__getitem__, srcs))
+        total = sum(map(len, fanout))
+        if total == 0:
+            return
+        now = self.env._now  # _send's plain path, once for every sender
+        metrics = self.metrics
+        counts = metrics.messages.get(kind) or metrics.kind(kind)
+        counts.sent += total
+        counts.records += total * size
+        by_node = metrics.sent_by_node
+        for src, dsts in zip(srcs, fanout, strict=True):
+            by_node[src] += len(dsts)
+        if now != metrics.pending_at:
+            metrics.defer_from(now)
+        metrics.pending_edges += map(self._neighbor_edges.__getitem__, srcs)
+        sequence = self._sequence
+        sampled = self._sampled
+        if sampled is None:  # constant delay: one entry per sender, a multicast unless it has one neighbour
+            self._in_flight += total
+            due = now + self._delay.args["value"]
+            entries = [(due, next(sequence), kind, src, dsts[0] if len(dsts) == 1 else list(dsts), payload, now, due,
+                        size, len(dsts)) for src, payload, dsts in zip(srcs, payloads, fanout, strict=True) if dsts]
+            push, heap = heapq.heappush, self._heap
+            if self._delivering:
+                for entry in entries:
+                    push(heap, entry)
+                return
+            for entry in entries:
+                if type(entry[4]) is int:
+                    self._fresh.append(entry)
+                    self._fresh_kinds.add(kind)
+                else:
+                    push(heap, entry)
+            if due < self._alarm_at:
+                self._arm(due)
+            return
+        delays = sampled.take(total)  # the draws of one _send per sender
+        remaining = iter(delays)
+        # zip takes a delay and a sequence number only for a destination it has already taken
+        entries = [((due := now + delay), number, kind, src, d, payload, now, due, size, 1)
+                   for src, payload, dsts in zip(srcs, payloads, fanout, strict=True)
+                   for d, delay, number in zip(dsts, remaining, sequence)]
+        self._push_all(entries, kind, now + min(delays))
 
     def _law(self, law: Distribution) -> _Delays:
         """The delay stream of ``law`` (keyed by identity: laws live as long as the network)."""
