@@ -46,6 +46,16 @@ def test_import_netsim_loads_no_heavy_module():
         netsim.not_a_name  # noqa: B018
 
 
+def test_registering_the_protocols_loads_no_compiler():
+    """Every protocol registered (what a run does before its first trial) without numba or scipy: the
+    compiled loops are private modules imported on first use (protocols/__init__.py)."""
+    code = ("import sys; from netsim.engine import registry; registry.load_plugins(); import protocols;"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'numba', 'llvmlite', 'scipy'}),"
+            " 'feducb' in registry.protocols.names())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["[]", "True"]
+
+
 def test_run_tables_are_the_cli_files_with_labels(tmp_path):
     results = netsim.run("quickstart", trials=2, seed=5, set=SMALL)
     cli("run", "quickstart", "--trials", "2", "--seed", "5", *SMALL_FLAGS, "--no-plots", "--out", str(tmp_path / "cli"))

@@ -1,11 +1,11 @@
-"""protocols.feducb.kernels: the compiled loops give the floats of the NumPy expressions they replace (issue 25)."""
+"""protocols.feducb._kernels: the compiled loops give the floats of the NumPy expressions they replace (issue 25)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from protocols.feducb import kernels
+from protocols.feducb import _kernels as kernels
 from protocols.feducb.linucb import LinUCBState, _rank_one
 
 

@@ -100,7 +100,7 @@ class LinUCBState:
         ``rows``: the learners (an index array or a slice; ``None``: all). The products run on each
         learner's d x K matrix ``contexts[a].T`` (rows contiguous for the gapped contexts of
         :class:`~netsim.bandits.linear.LinearBandit`): one batched matrix product for V^-1 X, one for
-        theta_hat^T X; the widths and the argmax in one compiled pass (:func:`protocols.feducb.kernels.ucb_argmax`,
+        theta_hat^T X; the widths and the argmax in one compiled pass (:func:`protocols.feducb._kernels.ucb_argmax`,
         the floats of ``sqrt(maximum((V^-1 X * X).sum(axis=1), 0)) * beta + mean``).
         """
         sel = slice(None) if rows is None else rows
@@ -160,11 +160,11 @@ class LinUCBState:
 
 @cache
 def _kernels() -> Any:
-    """The compiled loops (:mod:`protocols.feducb.kernels`), imported on first use (numba's start-up is not
+    """The compiled loops (:mod:`protocols.feducb._kernels`), imported on first use (numba's start-up is not
     paid by commands that never step a learner)."""
-    import protocols.feducb.kernels
+    import protocols.feducb._kernels
 
-    return protocols.feducb.kernels
+    return protocols.feducb._kernels
 
 
 def _inverse(V: np.ndarray) -> np.ndarray:
@@ -185,7 +185,7 @@ def _rank_one(inv: np.ndarray, logdet: np.ndarray, x: np.ndarray) -> None:
     q = np.matmul(x[:, None, :], ax)[..., 0, 0]
     shape = inv.shape
     assert inv.flags.c_contiguous  # the flattened view below is inv itself (LinUCBState's stacks are)
-    # inv -= ax * (ax^T / (1 + q)), compiled (protocols.feducb.kernels.rank_one: the same floats)
+    # inv -= ax * (ax^T / (1 + q)), compiled (protocols.feducb._kernels.rank_one: the same floats)
     _kernels().rank_one(inv.reshape(-1, *shape[-3:]), ax.reshape(-1, *shape[-3:-1]), q.reshape(-1, shape[-3]))
     if q.min(initial=0.0) > -1.0:
         logdet += np.log1p(q)
