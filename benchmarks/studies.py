@@ -136,8 +136,9 @@ def _reason(error: str) -> str:
 def table(results: dict) -> str:
     from netsim.experiment import studies
 
-    lines = ["| study | source | variants x points x trials (paper) | quick: wall s, --jobs 2 | "
-             "paper: minutes with --jobs 2 | how the paper time was obtained |", "|---|---|---|---|---|---|"]
+    lines = ["| study | source | variants / points (variant x grid value) / trials per point (paper) | "
+             "quick: wall s, --jobs 2 | paper: minutes with --jobs 2 | how the paper time was obtained |",
+             "|---|---|---|---|---|---|"]
     quick_total = 0.0
     for name, row in results["studies"].items():
         study = studies.load(name)
@@ -150,7 +151,7 @@ def table(results: dict) -> str:
         elif "error" in p:
             paper_cell, how, size = "-", f"not measured: {_reason(p['error'])}", "-"
         else:
-            size = f"{len(study.variants)} x {p['points'] // len(study.variants)} x {p['trials']}"
+            size = f"{len(study.variants)} / {p['points']} / {p['trials']}"
             paper_cell = f"{p['wall_min']:,.1f}"
             group = max((point.get("lockstep", 1) for point in p["by_point"]), default=1)
             measured = (f"the runner's lockstep group holding each point's trial 0 (up to {group} units), CPU per unit"
