@@ -546,16 +546,16 @@ class Network(DeliveryHeap, ChunkSends):
             else:
                 delays = sampled.take(count)
                 head = now + min(delays)
-            entries = []
+            self._in_flight += count
+            delivering = self._delivering  # then the entries go to the heap, else straight to the fresh ones
+            entries = [] if delivering else self._fresh
             append = entries.append
             for d, delay, sequence in zip(dsts, delays, self._sequence):  # a sequence number per destination taken
                 due = now + delay
                 append((due, sequence, kind, src, d, payload, now, due, size, 1))
-            self._in_flight += count
-            if self._delivering:
+            if delivering:
                 self._push_during_delivery(entries)
                 return
-            self._fresh += entries
             self._fresh_kinds.add(kind)
             if head < self._alarm_at:
                 self._arm(head)
