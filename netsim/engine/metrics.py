@@ -11,9 +11,11 @@ Two ways to feed it, which must not be mixed within one trial:
   uses once it has called :meth:`Metrics.set_edges`): the graph's edges are numbered, and the ids
   of the edges built in the current slot are kept in a set (a new slot starts a new set; an array
   that opens a slot is kept as a sorted array until a later use in that slot needs the set). A send
-  only appends its edge ids to :attr:`Metrics.pending_edges` (all noted at the instant
-  :attr:`Metrics.pending_at`); they are marked as a whole, with set operations, before anything
-  else reads or marks links (and when the network moves on to another instant). A newly built
+  only appends its edge ids to :attr:`Metrics.pending_edges`, a broadcast only its sender to
+  :attr:`Metrics.pending_sources` (all noted at the instant :attr:`Metrics.pending_at`); they are
+  marked as a whole before anything else reads or marks links or the sent counts (and when the
+  network moves on to another instant): the ids with set operations, the senders with numpy when
+  many share the instant (:data:`Metrics.ARRAY_FROM`), else through the slot's set. A newly built
   edge is only noted (its id appended to a list); the per-kind link totals and per-node link
   counts are summed from those ids with numpy when read (the ``links_*`` properties,
   :attr:`comm_cost`, :attr:`node_links`) or when the list grows long.
