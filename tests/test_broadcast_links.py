@@ -121,3 +121,17 @@ def test_many_senders_at_one_instant_take_the_array_marking():
     edges = sorted(net._edge_of[u][v] for u, v in net.graph.edges if u % 4 or v % 4)
     assert m._slot_array.tolist() == edges and m.links_agent_agent == len(edges) < net.graph.number_of_edges()
     assert m.node_sent.tolist() == [len(net.neighbors(a)) if a % 4 else 0 for a in range(64)]
+
+
+def test_edge_ids_at_each_node_are_made_from_the_edges_when_not_given():
+    """Metrics without the network's lists of edge ids per node makes them from the numbered edges: a few noted
+    broadcasts (the set path) count the same sends and links as with the lists given."""
+    u, v = np.array([0, 0, 1, 2]), np.array([1, 2, 2, 3])  # a triangle 0-1-2 and the edge 2-3
+    results = []
+    for incident in (None, [[0, 1], [0, 2], [1, 2, 3], [3]]):
+        m = Metrics(4, 4, 1.0, 25.0)
+        m.set_edges(u, v, incident=incident)
+        m.pending_at = 0.0
+        m.pending_sources += [3, 3, 1]
+        results.append((m.node_sent.tolist(), m.links_agent_agent, m.node_links.tolist()))
+    assert results[0] == results[1] == ([0, 2, 0, 2], 3, [1, 2, 2, 1])

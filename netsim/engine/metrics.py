@@ -103,8 +103,12 @@ class Metrics:
         self._edge_u: np.ndarray | None = None
         self._edge_ids: dict[tuple[int, int], int] = {}
 
-    def set_edges(self, u: np.ndarray, v: np.ndarray) -> None:
-        """Number the graph's edges: edge ``e`` joins ``u[e]`` and ``v[e]`` (the network calls this once)."""
+    def set_edges(self, u: np.ndarray, v: np.ndarray, *, incident: Sequence[Sequence[int]] | None = None) -> None:
+        """Number the graph's edges: edge ``e`` joins ``u[e]`` and ``v[e]`` (the network calls this once).
+
+        ``incident``: the edge ids at each node, if the caller has them (else made from ``u`` and ``v`` when
+        a noted broadcast first needs them).
+        """
         self._edge_u = np.asarray(u, dtype=np.int64)
         self._edge_v = np.asarray(v, dtype=np.int64)
         self._edge_server = (self._edge_u >= self.num_agents) | (self._edge_v >= self.num_agents)
@@ -113,7 +117,7 @@ class Metrics:
         self._degree = (np.bincount(self._edge_u, minlength=self.num_nodes)
                         + np.bincount(self._edge_v, minlength=self.num_nodes))
         self._degrees = self._degree.tolist()
-        self._incident: list[list[int]] | None = None  # edge ids at each node (made when first needed)
+        self._incident = incident  # edge ids at each node (made when first needed if not given)
 
     def defer_from(self, now: float) -> None:
         """Mark the pending edges, then note later ones as used at ``now`` (the network calls this)."""
@@ -216,10 +220,11 @@ class Metrics:
         for node in sources:
             by_node[node] += degrees[node]
         if self._incident is None:
-            self._incident = [[] for _ in range(self.num_nodes)]
+            incident: list[list[int]] = [[] for _ in range(self.num_nodes)]
             for e, (u, v) in enumerate(zip(self._edge_u.tolist(), self._edge_v.tolist(), strict=True)):
-                self._incident[u].append(e)
-                self._incident[v].append(e)
+                incident[u].append(e)
+                incident[v].append(e)
+            self._incident = incident
         edges = set(chain.from_iterable(map(self._incident.__getitem__, sources)))
         sources.clear()
         self._mark(edges, now)

@@ -240,8 +240,9 @@ class Network(DeliveryHeap, ChunkSends):
                     edge_v.append(v)
                     self._edge_of[u][v] = e
                     self._edge_of[v][u] = e
-        self.metrics.set_edges(np.array(edge_u, dtype=np.int64), np.array(edge_v, dtype=np.int64))
         self._neighbor_edges = [[self._edge_of[u][v] for v in self._neighbors[u]] for u in range(n)]
+        self.metrics.set_edges(np.array(edge_u, dtype=np.int64), np.array(edge_v, dtype=np.int64),
+                               incident=self._neighbor_edges)
         #: agent-agent adjacency in CSR form: neighbours of agent a are agent_dst[agent_ptr[a]:agent_ptr[a+1]]
         self.agent_ptr = np.zeros(self.num_agents + 1, dtype=np.int64)
         self.agent_ptr[1:] = np.cumsum([len(ns) for ns in self._agent_neighbors[: self.num_agents]])
