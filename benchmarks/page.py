@@ -16,28 +16,31 @@ WHY: dict[str, str] = {
     "engine/heapq (exponential delays)":
         "the engine does per message what the heapq loop does (an entry, its ordering, a handler call with "
         "the message's fields) plus what the loop does not: a Message for the handler (a NamedTuple built "
-        "from a slice of the entry through tuple.__new__ and released: about 2,100 instructions, against "
-        "some 450 for the loop's plain tuple; CPython has no cheaper way to make an instance of a tuple "
-        "subclass), two Python calls per send (broadcast, the send path: about 1,100 instructions per "
-        "message at degree 4), the per-kind and per-node counters (about 450), the noted link ids "
-        "(li2022 Eq. 2: about 700) and a 10-field entry per message built at send (about 650). Callgrind "
-        "(PYTHONHASHSEED=0, a 200-tick run less a 100-tick run, 80,000 messages): about 9,850 "
-        "instructions per message against 7,390 for the heapq loop (a ratio of 0.75); CPU times on this "
-        "shared machine vary by tens of percent between rounds (the range beside each ratio). The "
-        "engine-many row sends the same traffic with one call per tick and pays the two calls per send "
-        "once per tick.",
+        "from a slice of the entry through tuple.__new__ and released: about 1,900 instructions in an "
+        "isolated model, 650 of them the slice, against some 450 for the loop's plain tuple; CPython has no "
+        "cheaper way to make an instance of a tuple subclass), the send path per broadcast (two Python "
+        "calls and about 140 bytecodes of counters, flag checks, delay slicing and queueing, then about 28 "
+        "per message to build its entry: some 1,450 instructions per message at degree 4 more than the "
+        "engine-many row, which pays them once per tick) and the receivers noted per stretch and counted "
+        "with numpy (about 270). A broadcast notes its sender once for the link accounting (li2022 Eq. 2) "
+        "and the sent counts; many senders at one instant are marked with numpy. Callgrind "
+        "(PYTHONHASHSEED=0, bytecode compiled beforehand, a 200-tick run less a 100-tick run, 80,000 "
+        "messages): about 8,390 instructions per message against 7,370 for the heapq loop (a ratio of "
+        "0.88); the engine allocates and frees more objects per message, so its CPU ratio is lower than "
+        "the count's; CPU times on this shared machine vary by tens of percent between rounds (the range "
+        "beside each ratio).",
     "engine-many/heapq (exponential delays)":
         "engine-many is the engine row's network and traffic with each tick's 200 broadcasts sent as one "
         "Network.broadcast_each call (every agent a sender at one instant, as a synchronous round sends; the "
         "same messages, sequence numbers, delay draws and delivery order as the loop of broadcasts): the "
         "send path's calls, counters and flag checks are paid once per tick, and every sender's entries "
         "are built in one comprehension. What is left per message is what the engine row pays besides "
-        "those: the entry, its share of the sort, the Message for the handler, the stretch's counters and "
-        "the noted link ids. Callgrind (as above): about 7,500 instructions per message against 7,390 for "
-        "the heapq loop (a ratio of 0.99).",
+        "those: the entry, its share of the sort, the Message for the handler and the stretch's counters. "
+        "Callgrind (as above): about 6,930 instructions per message against 7,370 for the heapq loop (a "
+        "ratio of 1.06).",
     "engine-many/callbacks (exponential delays)":
-        "3x callbacks asks for about 5,750 instructions per message (callbacks: about 17,250); engine-many "
-        "runs about 7,500. What is left is mostly the per-message Message for the handler (a NamedTuple "
+        "3x callbacks asks for about 5,760 instructions per message (callbacks: about 17,270); engine-many "
+        "runs about 6,930. What is left is mostly the per-message Message for the handler (a NamedTuple "
         "built from a slice of the entry) and the 10-field entry itself; keeping the sorted run as columns "
         "(Messages built from zipped, gathered columns) was about 15 % cheaper in an isolated model of the "
         "send, sort and stretch, and is a rewrite of the run, the heap merge and the general step not made "
@@ -45,12 +48,13 @@ WHY: dict[str, str] = {
     "engine/callbacks (exponential delays)":
         "SimPy with a timeout and a callback per message pays an event, a heap push and pop and a SimPy "
         "step per message, but no Message object, no counters and no link accounting. By callgrind it "
-        "runs about 17,250 instructions per message (2.33x the heapq loop), so 3x callbacks asks for about "
-        "5,750 instructions per message, below the heapq loop's 7,390, from an engine at about 9,850 (7,500 "
-        "with one broadcast_each call per tick, the engine-many row): it needs the per-message entry and "
-        "the slice gone (the run kept as columns, Messages built in bulk at the wake-up) and the link ids "
-        "marked per slot rather than per instant. In CPU time the callbacks loop takes about 3.2x the heapq "
-        "loop (it allocates more objects per message), so the CPU ratio is higher than the count's 1.75.",
+        "runs about 17,270 instructions per message (2.34x the heapq loop), so 3x callbacks asks for about "
+        "5,760 instructions per message, below the heapq loop's 7,370, from an engine at about 8,390 (6,930 "
+        "with one broadcast_each call per tick, the engine-many row): it needs the per-broadcast send path "
+        "paid once per instant (as broadcast_each does), and the per-message entry and the slice gone (the "
+        "run kept as columns, Messages built in bulk at the wake-up). In CPU time the callbacks loop takes "
+        "about 3.2x the heapq loop (it allocates more objects per message), so the CPU ratio is higher than "
+        "the count's 2.06.",
     "realistic/paper CPU, dubey2020a-fig1a, M = 200, T = 1000, exponential delays mean 1":
         "paper mode computes the hops as sparse products per tick; realistic mode handles about 4,000 "
         "record copies per tick (a compiled loop over the copies, then the latest table's sums and the "
@@ -214,6 +218,20 @@ before, 838 M now, against 581 M for the heapq loop. Same seed, same tables: 18 
 (realistic li2022, dubey2020a, zhu2021 and FedUCB settings with exponential and lognormal delays,
 loss, duplication, reordering, crashes and link outages, and paper-mode li2022, dubey2020a,
 rio2023, zhu2021 and quickstart) give byte-identical `trials.csv`, `agents.csv` and
+`timeseries.csv` before and after.
+
+**Issue 25, the per-agent broadcast row.** A broadcast notes its sender once
+(`Metrics.pending_sources`) instead of its edge ids: its sent count and its links follow from the
+sender, and when at least 32 senders (and one per 16 nodes) share an instant they are counted and
+marked with numpy (the links built are the edges with a sending end, a sorted array when they
+open the slot), fewer through the slot's set. The send path builds its entries in a plain loop
+appended straight to the fresh ones (a comprehension made six of its locals closure cells at every
+call) and leaves faulty links to `_send_faulty`. Callgrind (`PYTHONHASHSEED=0`, bytecode compiled
+beforehand, a 200-tick run less a 100-tick run): the engine row 9,840 -> 8,390 instructions per
+message, engine-many 7,600 -> 6,930 (heapq 7,370, callbacks 17,270). Same seed, same tables: ten
+bundled scenarios (li2022 Fig. 10 ring and random, Fig. 11 case 1, li2022-realistic,
+dubey2020a Fig. 1(a) with delays and Fig. 1(c) private, dubey2020b-p2p, zhu2021 Fig. 2(a),
+peer-flooding-ucb, quickstart), one trial each, give byte-identical `trials.csv`, `agents.csv` and
 `timeseries.csv` before and after.
 """
 

@@ -11,9 +11,11 @@ Two ways to feed it, which must not be mixed within one trial:
   uses once it has called :meth:`Metrics.set_edges`): the graph's edges are numbered, and the ids
   of the edges built in the current slot are kept in a set (a new slot starts a new set; an array
   that opens a slot is kept as a sorted array until a later use in that slot needs the set). A send
-  only appends its edge ids to :attr:`Metrics.pending_edges` (all noted at the instant
-  :attr:`Metrics.pending_at`); they are marked as a whole, with set operations, before anything
-  else reads or marks links (and when the network moves on to another instant). A newly built
+  only appends its edge ids to :attr:`Metrics.pending_edges`, a broadcast only its sender to
+  :attr:`Metrics.pending_sources` (all noted at the instant :attr:`Metrics.pending_at`); they are
+  marked as a whole before anything else reads or marks links or the sent counts (and when the
+  network moves on to another instant): the ids with set operations, the senders with numpy when
+  many share the instant (:data:`Metrics.ARRAY_FROM`), else through the slot's set. A newly built
   edge is only noted (its id appended to a list); the per-kind link totals and per-node link
   counts are summed from those ids with numpy when read (the ``links_*`` properties,
   :attr:`comm_cost`, :attr:`node_links`) or when the list grows long.
@@ -80,6 +82,9 @@ class Metrics:
         self._built: list[int] = []  # ids of edges newly built in their slot, not yet summed
         #: edge id collections used at :attr:`pending_at`, not marked yet (see the module docstring)
         self.pending_edges: list[Sequence[int]] = []
+        #: nodes that sent one message over each of their links at :attr:`pending_at` (broadcasts), neither
+        #: counted in the sent counters nor marked yet; a node appears once per such send
+        self.pending_sources: list[int] = []
         self.pending_at = -math.inf
         self._edge_slot = -math.inf  # the slot of _slot_edges
         self._slot_edges: set[int] = set()  # ids of the edges built in that slot
@@ -98,13 +103,21 @@ class Metrics:
         self._edge_u: np.ndarray | None = None
         self._edge_ids: dict[tuple[int, int], int] = {}
 
-    def set_edges(self, u: np.ndarray, v: np.ndarray) -> None:
-        """Number the graph's edges: edge ``e`` joins ``u[e]`` and ``v[e]`` (the network calls this once)."""
+    def set_edges(self, u: np.ndarray, v: np.ndarray, *, incident: Sequence[Sequence[int]] | None = None) -> None:
+        """Number the graph's edges: edge ``e`` joins ``u[e]`` and ``v[e]`` (the network calls this once).
+
+        ``incident``: the edge ids at each node, if the caller has them (else made from ``u`` and ``v`` when
+        a noted broadcast first needs them).
+        """
         self._edge_u = np.asarray(u, dtype=np.int64)
         self._edge_v = np.asarray(v, dtype=np.int64)
         self._edge_server = (self._edge_u >= self.num_agents) | (self._edge_v >= self.num_agents)
         self._edge_ids = {(a, b) if a < b else (b, a): e
                           for e, (a, b) in enumerate(zip(self._edge_u.tolist(), self._edge_v.tolist(), strict=True))}
+        self._degree = (np.bincount(self._edge_u, minlength=self.num_nodes)
+                        + np.bincount(self._edge_v, minlength=self.num_nodes))
+        self._degrees = self._degree.tolist()
+        self._incident = incident  # edge ids at each node (made when first needed if not given)
 
     def defer_from(self, now: float) -> None:
         """Mark the pending edges, then note later ones as used at ``now`` (the network calls this)."""
@@ -145,15 +158,18 @@ class Metrics:
             if not self._slot_edges and self._slot_array is None:
                 seen = np.zeros(len(self._edge_server), dtype=bool)
                 seen[edges] = True
-                fresh = np.flatnonzero(seen)
-                self._slot_array = fresh
-                self._built_arrays.append(fresh)
-                self._built_waiting += len(fresh)
-                if self._built_waiting >= self.SUM_FROM:
-                    self._sum_built()
+                self._keep_slot_array(np.flatnonzero(seen))
                 return
             edges = edges.tolist()
         self._mark(set(edges), now)
+
+    def _keep_slot_array(self, fresh: np.ndarray) -> None:
+        """Keep ``fresh`` (sorted distinct ids, the first use of the current slot) as the slot's built edges."""
+        self._slot_array = fresh
+        self._built_arrays.append(fresh)
+        self._built_waiting += len(fresh)
+        if self._built_waiting >= self.SUM_FROM:
+            self._sum_built()
 
     def _new_slot(self, slot: float) -> None:
         self._edge_slot, self._slot_edges, self._slot_array = slot, set(), None
@@ -169,11 +185,49 @@ class Metrics:
         self._count_edges(np.asarray(edges, dtype=np.int64), times=slots)
 
     def _mark_pending(self) -> None:
+        if self.pending_sources:
+            self._mark_sources()
         pending = self.pending_edges
         if pending:
             edges = set(chain.from_iterable(pending))
             pending.clear()
             self._mark(edges, self.pending_at)
+
+    #: noted broadcasts are counted and marked with numpy (O(nodes + edges)) when at least this many, and at
+    #: least one per 16 nodes, share an instant; fewer go through the slot's set of edge ids
+    ARRAY_FROM = 32
+
+    def _mark_sources(self) -> None:
+        """Count and mark the noted broadcasts (:attr:`pending_sources`): each sent one message over every link
+        of its node, so the links built are the edges with a noted end."""
+        sources = self.pending_sources
+        now = self.pending_at
+        if len(sources) >= self.ARRAY_FROM and len(sources) * 16 >= self.num_nodes:
+            times = np.bincount(np.fromiter(sources, dtype=np.int64, count=len(sources)), minlength=self.num_nodes)
+            sources.clear()
+            self.sent_bulk += times * self._degree
+            sent = times > 0
+            used = np.flatnonzero(sent[self._edge_u] | sent[self._edge_v])
+            slot = now // self.slot
+            if slot != self._edge_slot:
+                self._new_slot(slot)
+            if not self._slot_edges and self._slot_array is None:
+                self._keep_slot_array(used)
+            else:
+                self._mark(set(used.tolist()), now)
+            return
+        by_node, degrees = self.sent_by_node, self._degrees
+        for node in sources:
+            by_node[node] += degrees[node]
+        if self._incident is None:
+            incident: list[list[int]] = [[] for _ in range(self.num_nodes)]
+            for e, (u, v) in enumerate(zip(self._edge_u.tolist(), self._edge_v.tolist(), strict=True)):
+                incident[u].append(e)
+                incident[v].append(e)
+            self._incident = incident
+        edges = set(chain.from_iterable(map(self._incident.__getitem__, sources)))
+        sources.clear()
+        self._mark(edges, now)
 
     def _mark(self, edges: set[int], now: float) -> None:
         """Mark the distinct edge ids ``edges`` (a set this method may change) as used at ``now``."""
@@ -227,6 +281,7 @@ class Metrics:
 
     @property
     def node_sent(self) -> np.ndarray:
+        self._mark_pending()  # noted broadcasts are counted when marked
         return np.array(self.sent_by_node, dtype=np.int64) + self.sent_bulk
 
     @property

@@ -240,8 +240,9 @@ class Network(DeliveryHeap, ChunkSends):
                     edge_v.append(v)
                     self._edge_of[u][v] = e
                     self._edge_of[v][u] = e
-        self.metrics.set_edges(np.array(edge_u, dtype=np.int64), np.array(edge_v, dtype=np.int64))
         self._neighbor_edges = [[self._edge_of[u][v] for v in self._neighbors[u]] for u in range(n)]
+        self.metrics.set_edges(np.array(edge_u, dtype=np.int64), np.array(edge_v, dtype=np.int64),
+                               incident=self._neighbor_edges)
         #: agent-agent adjacency in CSR form: neighbours of agent a are agent_dst[agent_ptr[a]:agent_ptr[a+1]]
         self.agent_ptr = np.zeros(self.num_agents + 1, dtype=np.int64)
         self.agent_ptr[1:] = np.cumsum([len(ns) for ns in self._agent_neighbors[: self.num_agents]])
@@ -438,7 +439,7 @@ class Network(DeliveryHeap, ChunkSends):
 
     def broadcast(self, src: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send ``payload`` from ``src`` to every neighbour."""
-        self._send(src, self._neighbors[src], self._neighbor_edges[src], kind, payload, size)
+        self._send(src, self._neighbors[src], None, kind, payload, size)
 
     def broadcast_each(self, srcs: Sequence[int], kind: str, payloads: Sequence[Any], *, size: int = 1) -> None:
         """:meth:`broadcast` of ``payloads[j]`` from ``srcs[j]`` for every j, in that order (many senders at one
@@ -454,7 +455,7 @@ class Network(DeliveryHeap, ChunkSends):
                                 "accepted: one payload per sender")
         if not self._plain or kind in self._corruptors:
             for src, payload in zip(srcs, payloads, strict=True):
-                self._send(src, self._neighbors[src], self._neighbor_edges[src], kind, payload, size)
+                self._send(src, self._neighbors[src], None, kind, payload, size)
             return
         neighbors = self._neighbors
         fanout = list(map(neighbors.__getitem__, srcs))
@@ -466,12 +467,9 @@ class Network(DeliveryHeap, ChunkSends):
         counts = metrics.messages.get(kind) or metrics.kind(kind)
         counts.sent += total
         counts.records += total * size
-        by_node = metrics.sent_by_node
-        for src, dsts in zip(srcs, fanout, strict=True):
-            by_node[src] += len(dsts)
         if now != metrics.pending_at:
             metrics.defer_from(now)
-        metrics.pending_edges += map(self._neighbor_edges.__getitem__, srcs)
+        metrics.pending_sources += srcs  # counted by sender and marked as links when read (Metrics)
         sequence = self._sequence
         sampled = self._sampled
         if sampled is None:  # constant delay: one entry per sender, a multicast unless it has one neighbour
@@ -508,10 +506,14 @@ class Network(DeliveryHeap, ChunkSends):
             delays = self._delays[id(law)] = _Delays(law, self._delay_rng)
         return delays
 
-    def _send(self, src: int, dsts: Sequence[int], edges: Sequence[int], kind: str, payload: Any, size: int) -> None:
-        """The one send path of single-payload sends: counters, link accounting, loss, delay, corruption.
+    def _send(self, src: int, dsts: Sequence[int], edges: Sequence[int] | None, kind: str, payload: Any,
+              size: int) -> None:
+        """The one send path of single-payload sends: counters, link accounting, then the plain links' queueing
+        here or :meth:`_send_faulty`.
 
-        ``edges`` are the edge ids of the links to ``dsts``, in the same order.
+        ``edges`` are the edge ids of the links to ``dsts``, in the same order, or None when ``dsts`` are all
+        the neighbours of ``src`` (a broadcast: its sender is noted once, for the sent counts and the links).
+        No comprehension here: one would make the locals it reads closure cells, created at every call.
         """
         count = len(dsts)
         if count == 0:
@@ -521,10 +523,13 @@ class Network(DeliveryHeap, ChunkSends):
         counts = metrics.messages.get(kind) or metrics.kind(kind)
         counts.sent += count
         counts.records += count * size
-        metrics.sent_by_node[src] += count
         if now != metrics.pending_at:  # link accounting: edge ids noted now, marked later as a whole
             metrics.defer_from(now)
-        metrics.pending_edges.append(edges)
+        if edges is None:
+            metrics.pending_sources.append(src)
+        else:
+            metrics.sent_by_node[src] += count
+            metrics.pending_edges.append(edges)
         if self._plain and kind not in self._corruptors:
             # fault-free links with one law and no loss: the common case, queued here (as _push_all does)
             sampled = self._sampled
@@ -542,18 +547,26 @@ class Network(DeliveryHeap, ChunkSends):
             else:
                 delays = sampled.take(count)
                 head = now + min(delays)
-            # zip takes a sequence number only for a destination it has already taken
-            entries = [((due := now + delay), sequence, kind, src, d, payload, now, due, size, 1)
-                       for d, delay, sequence in zip(dsts, delays, self._sequence)]
             self._in_flight += count
-            if self._delivering:
+            delivering = self._delivering  # then the entries go to the heap, else straight to the fresh ones
+            entries = [] if delivering else self._fresh
+            append = entries.append
+            for d, delay, sequence in zip(dsts, delays, self._sequence):  # a sequence number per destination taken
+                due = now + delay
+                append((due, sequence, kind, src, d, payload, now, due, size, 1))
+            if delivering:
                 self._push_during_delivery(entries)
                 return
-            self._fresh += entries
             self._fresh_kinds.add(kind)
             if head < self._alarm_at:
                 self._arm(head)
             return
+        self._send_faulty(src, dsts, kind, payload, size, counts, now)
+
+    def _send_faulty(self, src: int, dsts: Sequence[int], kind: str, payload: Any, size: int, counts: Any,
+                     now: float) -> None:
+        """The rest of :meth:`_send` for links with faults, loss, several laws, a tracer or a corruptor."""
+        count = len(dsts)
         faults = self._faults
         if faults is not None:
             dsts, dropped = faults.drop_at_send(src, dsts, now)
