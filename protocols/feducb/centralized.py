@@ -112,6 +112,7 @@ from netsim.comm import (
     INCARNATION,
     Lie,
     Protocol,
+    ProtocolError,
     ReplayWindow,
     Sequencer,
     SharedDraws,
@@ -134,6 +135,7 @@ from protocols.feducb.linucb import (
     threshold_for,
     trials_of,
 )
+from protocols.feducb.lockstep import Lockstep, instant
 from protocols.privacy.gaussian_tree import GaussianTreePrivatizer
 
 
@@ -181,17 +183,16 @@ class CentralizedFedUCB(Protocol):
         agents' choices, only on the stream and the number of agents. Each trial starts as alone and
         processes its own events; the bandits share a :class:`~netsim.comm.SharedDraws`, so a context
         draw that another trial already made from the same stream state is taken from it (read-only)
-        instead of drawn again. Every trial's results are those it gets alone (tests/test_feducb_lockstep.py).
+        instead of drawn again. In paper mode (:func:`protocols.feducb.lockstep.instant`) the ticks of the
+        trials that draw alike are computed on one stacked learner state (:mod:`protocols.feducb.lockstep`);
+        every other trial steps on its own events. Every trial's results are those it gets alone
+        (tests/test_feducb_lockstep.py).
         """
         shared = SharedDraws()
         for protocol in protocols:
             protocol.sim.streams.shared = shared
             protocol.start()
-
-        def advance(when: float) -> None:
-            shared.forget()  # the draws of earlier instants are not asked for again
-
-        return advance
+        return Lockstep([p for p in protocols if instant(p.sim)], shared).advance
 
     @classmethod
     def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
@@ -214,6 +215,7 @@ class CentralizedFedUCB(Protocol):
         self.privacy_rngs = [sim.streams.for_("privacy", i) for i in range(M)]
         self.privatizer = GaussianTreePrivatizer(cal, self.privacy_rngs)
         self.reborn: dict[int, GaussianTreePrivatizer] = {}  # trees of agents that restarted without state
+        self.ahead: tuple[float, np.ndarray, list[int]] | None = None  # a tick computed by a lockstep driver
         self.server = sim.servers[0].id
         self.everyone = np.arange(M)
         self.up = sim.faults.up
@@ -262,6 +264,9 @@ class CentralizedFedUCB(Protocol):
     # -- agents ---------------------------------------------------------------
     def step(self, now: float, agents: np.ndarray | None = None) -> None:
         """One trial (Alg. 1 lines 5-14) of every agent that is up (one clock), or of ``agents`` (own clocks)."""
+        if self.ahead is not None:  # computed by the lockstep driver (protocols.feducb.lockstep): book and send
+            self._step_ahead(now)
+            return
         state, bandit = self.state, self.sim.bandit
         beta_scale = self.params["beta_scale"]
         if agents is None:
@@ -292,6 +297,17 @@ class CentralizedFedUCB(Protocol):
             fire = sync_trigger(state.logdet_w[agents], state.logdet_s[agents], state.dt[agents], self.D) \
                 & ~self.pending[agents]
         fired = agents[fire].tolist()
+        if fired:
+            self.requests += len(fired)
+            self._request_rounds(fired)
+
+    def _step_ahead(self, now: float) -> None:
+        """The tick at ``now`` that the lockstep driver computed: its pulls booked, its round requests sent."""
+        when, arms, fired = self.ahead
+        if when != now:
+            raise ProtocolError(f"feducb lockstep: the tick at {now:g} was computed for {when:g}")
+        self.ahead = None
+        self.sim.bandit.book_each(arms)
         if fired:
             self.requests += len(fired)
             self._request_rounds(fired)

@@ -186,6 +186,12 @@ class FedUCBCalibration:
         radicand = confidence + np.asarray(logdet_v) - regulariser
         return self.sigma * np.sqrt(np.maximum(radicand, 0.0)) + bias + noise
 
+    @property
+    def beta_terms(self) -> tuple:
+        """The terms of :meth:`beta` that do not depend on V, for the M agents: 2 log(2/alpha), d log(M rho_min),
+        S sqrt(M rho_max) and M kappa (a driver that computes beta for several calibrations at once uses them)."""
+        return self._beta_terms
+
     @cached_property
     def _beta_terms(self) -> tuple:
         """The terms of :meth:`beta` that do not depend on V, for the M agents (computed once per calibration)."""
