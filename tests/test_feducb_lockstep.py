@@ -111,8 +111,8 @@ def test_paper_mode_trials_step_on_stacks_equal_to_alone(monkeypatch):
 
     monkeypatch.setattr(lockstep._Stack, "__init__", spy)
     base = {"run.horizon": 50, "run.checkpoints": 5, "bandit.arms": 9, "bandit.dimension": 3, "network.agents": 3}
-    sets = [{"protocol.epsilon": 300.0, "protocol.threshold": 2.0}, {"protocol.epsilon": 3000.0}, {"protocol.communication": "mt",
-                                                                          "protocol.threshold": "auto"},
+    sets = [{"protocol.epsilon": 300.0, "protocol.threshold": 2.0}, {"protocol.epsilon": 3000.0},
+            {"protocol.communication": "mt", "protocol.threshold": "auto"},
             {"protocol.epsilon": float("inf")}, {"network.agents": 4}, {"run.horizon": 30, "run.checkpoints": 3},
             {"network.delay": {"model": "constant", "value": 0.5}}]
     scenarios = [S.load("dubey2020b-fig1a-sync", {**base, **extra}) for extra in sets]
