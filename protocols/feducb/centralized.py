@@ -213,7 +213,8 @@ class CentralizedFedUCB(Protocol):
         # Alg. 1 line 1: S = M rho_min I; trigger shift M (rho_max - rho_min).
         self.state = LinUCBState(M, d, s0=M * cal.rho_min, shift_w=M * (cal.rho_max - cal.rho_min))
         self.privacy_rngs = [sim.streams.for_("privacy", i) for i in range(M)]
-        self.privatizer = GaussianTreePrivatizer(cal, self.privacy_rngs)
+        # noise read ahead in blocks unless a crash could give a restarted agent a new tree on its generator
+        self.privatizer = GaussianTreePrivatizer(cal, self.privacy_rngs, read_ahead=not sim.faults.has_crashes)
         self.reborn: dict[int, GaussianTreePrivatizer] = {}  # trees of agents that restarted without state
         self.ahead: tuple[float, np.ndarray, list[int]] | None = None  # a tick computed by a lockstep driver
         self.server = sim.servers[0].id

@@ -50,6 +50,8 @@ from functools import cached_property
 
 import numpy as np
 
+from netsim.comm import GroupedDraws, standard_normal
+
 
 def _check(name: str, value: float, *, low: float = 0.0, allow_inf: bool = False, high: float | None = None,
            low_open: bool = True) -> float:
@@ -213,6 +215,10 @@ def symmetric_noise(rng: np.random.Generator, size: int, std: float) -> np.ndarr
     return symmetrise(rng.normal(0.0, std, size=(size, size)))
 
 
+def _normals(rng: np.random.Generator, count: int) -> np.ndarray:
+    return standard_normal(rng, np.empty(count))
+
+
 def symmetrise(raw: np.ndarray) -> np.ndarray:
     """(Ñ + Ñ^T)/sqrt(2) of a matrix or of a stack of matrices (last two axes)."""
     return (raw + np.swapaxes(raw, -1, -2)) / math.sqrt(2.0)
@@ -236,9 +242,16 @@ class GaussianTreePrivatizer:
         Supplies sigma_N (``noise_std``), the PSD shift and the depth m.
     rngs:
         One injected generator per stream (e.g. ``sim.streams.for_("privacy", agent)``).
+    read_ahead:
+        Draw each stream's node noise in blocks of 32 nodes (:class:`netsim.comm.GroupedDraws` of standard
+        normals, scaled as ``Generator.normal`` scales them): the very values of one ``normal`` call per node,
+        with a call per block instead. The generators are then ahead of the noise used, so only an owner
+        that draws nothing else from them may ask for it (centralized FedUCB without crashes: a restarted
+        agent's new tree draws from its generator).
     """
 
-    def __init__(self, calibration: FedUCBCalibration, rngs: Sequence[np.random.Generator]):
+    def __init__(self, calibration: FedUCBCalibration, rngs: Sequence[np.random.Generator], *,
+                 read_ahead: bool = False):
         if len(rngs) < 1:
             raise ValueError("rngs: accepted: at least one generator")
         self.calibration = calibration
@@ -252,6 +265,7 @@ class GaussianTreePrivatizer:
         self._noise: list[np.ndarray] = []
         self._shape = shape
         self.noise_drawn = np.zeros(len(self.rngs), dtype=np.int64)
+        self._ahead = GroupedDraws(self.rngs, _normals, block=32 * self.size**2) if read_ahead else None
 
     @property
     def std(self) -> float:
@@ -307,7 +321,10 @@ class GaussianTreePrivatizer:
         if self.calibration.private:
             # symmetric_noise of every stream: its draws from the stream's own generator, symmetrised at once
             std, shape = self.std, (self.size, self.size)
-            raw = np.stack([rng.normal(0.0, std, size=shape) for rng in self._generators(rows)])
+            if self._ahead is None:
+                raw = np.stack([rng.normal(0.0, std, size=shape) for rng in self._generators(rows)])
+            else:
+                raw = self._read_ahead(rows)
             self._noise[low][rows] = symmetrise(raw)
             self.noise_drawn[rows] += 1
         noisy = np.zeros_like(statistic)
@@ -315,6 +332,16 @@ class GaussianTreePrivatizer:
             if r >> level & 1:
                 noisy += self._exact[level][rows] + self._noise[level][rows]
         return noisy
+
+    def _read_ahead(self, rows: np.ndarray | slice) -> np.ndarray:
+        """One node's noise for each of ``rows`` from the blocks read ahead: ``normal(0, std)`` is 0 + std z
+        for the generator's next standard normals z (NumPy's ``loc + scale * gauss``)."""
+        ids = np.arange(len(self.rngs))[rows]
+        order = np.argsort(ids, kind="stable")  # GroupedDraws hands out values stream after stream
+        cells = self.size * self.size
+        z = np.empty((len(ids), self.size, self.size))
+        z[order] = self._ahead.take(np.repeat(ids[order], cells)).reshape(len(ids), self.size, self.size)
+        return 0.0 + self.std * z
 
     def _generators(self, rows: np.ndarray | slice) -> list[np.random.Generator]:
         return self.rngs if isinstance(rows, slice) else [self.rngs[j] for j in rows]
