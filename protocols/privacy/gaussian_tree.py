@@ -337,10 +337,7 @@ class GaussianTreePrivatizer:
         """One node's noise for each of ``rows`` from the blocks read ahead: ``normal(0, std)`` is 0 + std z
         for the generator's next standard normals z (NumPy's ``loc + scale * gauss``)."""
         ids = np.arange(len(self.rngs))[rows]
-        order = np.argsort(ids, kind="stable")  # GroupedDraws hands out values stream after stream
-        cells = self.size * self.size
-        z = np.empty((len(ids), self.size, self.size))
-        z[order] = self._ahead.take(np.repeat(ids[order], cells)).reshape(len(ids), self.size, self.size)
+        z = self._ahead.take_rows(ids, self.size * self.size).reshape(len(ids), self.size, self.size)
         return 0.0 + self.std * z
 
     def _generators(self, rows: np.ndarray | slice) -> list[np.random.Generator]:
