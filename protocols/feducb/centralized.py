@@ -151,6 +151,11 @@ def lie_sync(payload: tuple, lie: Lie) -> tuple:
     return r, lie(gram, symmetric=True), lie(vec)
 
 
+def _total(terms: list[np.ndarray]) -> np.ndarray | int:
+    """``sum(terms)`` as Python adds it (0 + t_1 + t_2 + ..., term after term), in one NumPy reduction (0 for none)."""
+    return np.add.reduce(np.stack(terms), axis=0, initial=0.0) if terms else 0
+
+
 @register_protocol
 class CentralizedFedUCB(Protocol):
     """Alg. 1 with a controller node; see the module docstring."""
@@ -450,18 +455,20 @@ class CentralizedFedUCB(Protocol):
             self._keep(agent, r, incarnation, gram, vec)
         shift = self.cal.shift * np.eye(self.d)
         # Alg. 1 line 18: the sum of every agent's latest release (this round's, in arrival order, first)
-        S = sum(g for _, g, _ in self.uploads.values())
-        s = sum(v for _, _, v in self.uploads.values())
-        for agent in range(self.sim.num_agents):
-            if agent not in self.uploads:
-                if agent in self.latest:
-                    S = S + self.latest[agent][2]
-                    s = s + self.latest[agent][3]
-                else:
-                    S = S + shift
-            if agent in self.former:
-                S = S + self.former[agent][0]
-                s = s + self.former[agent][1]
+        grams = [g for _, g, _ in self.uploads.values()]
+        vecs = [v for _, _, v in self.uploads.values()]
+        if len(self.uploads) < self.sim.num_agents or self.former:
+            for agent in range(self.sim.num_agents):
+                if agent not in self.uploads:
+                    if agent in self.latest:
+                        grams.append(self.latest[agent][2])
+                        vecs.append(self.latest[agent][3])
+                    else:
+                        grams.append(shift)
+                if agent in self.former:
+                    grams.append(self.former[agent][0])
+                    vecs.append(self.former[agent][1])
+        S, s = _total(grams), _total(vecs)
         self.sim.metrics.rounds += 1
         self.round_open = False
         self.completed = r
