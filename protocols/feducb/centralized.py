@@ -363,14 +363,18 @@ class CentralizedFedUCB(Protocol):
         return out
 
     def _on_sync(self, messages: list) -> None:
-        groups: dict[int, list[int]] = {}
+        groups: dict[int, tuple[tuple, list[int]]] = {}  # the receivers of each sync payload, in arrival order
         for m in messages:  # a copy, or a sync older than the last applied, is ignored
             if self.syncs_seen.newest(m.dst, self.server, m.payload[0]):
-                groups.setdefault(id(m.payload), []).append(m.dst)
-        payloads = {id(m.payload): m.payload for m in messages}
-        for key, dsts in groups.items():
-            r, S, s = payloads[key]
-            agents = np.array(dsts, dtype=np.int64)
+                group = groups.get(id(m.payload))
+                if group is None:
+                    groups[id(m.payload)] = (m.payload, [m.dst])
+                else:
+                    group[1].append(m.dst)
+        everyone = self.everyone.tolist()
+        for (r, S, s), dsts in groups.values():
+            # every agent in order (a round's sync): views of the learners' rows, not gathered copies
+            agents = slice(None) if dsts == everyone else np.array(dsts, dtype=np.int64)
             self.state.synchronise(agents, S, s)
             self.synced[agents] = r
             self.pending[agents] = False
