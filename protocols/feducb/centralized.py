@@ -153,7 +153,7 @@ def lie_sync(payload: tuple, lie: Lie) -> tuple:
 
 def _total(terms: list[np.ndarray]) -> np.ndarray | int:
     """``sum(terms)`` as Python adds it (0 + t_1 + t_2 + ..., term after term), in one NumPy reduction (0 for none)."""
-    return np.add.reduce(np.stack(terms), axis=0, initial=0.0) if terms else 0
+    return np.add.reduce(np.array(terms, dtype=float), axis=0, initial=0.0) if terms else 0
 
 
 @register_protocol
