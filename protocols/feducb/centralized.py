@@ -344,10 +344,8 @@ class CentralizedFedUCB(Protocol):
         agents = np.array([m.dst for m in fresh], dtype=np.int64)
         self.pending[agents] = True
         gram, vec = self.privatizer.split(self.privatizer_release(agents))
-        incarnation = self.incarnation[agents].tolist()
-        self.upload_link.send_each([m.dst for m in fresh], self.server,
-                                   [(m.payload, incarnation[j], gram[j], vec[j]) for j, m in enumerate(fresh)],
-                                   size=(self.d + 1) ** 2)
+        payloads = list(zip([m.payload for m in fresh], self.incarnation[agents].tolist(), gram, vec, strict=True))
+        self.upload_link.send_each(agents.tolist(), self.server, payloads, size=(self.d + 1) ** 2)
 
     def privatizer_release(self, agents: np.ndarray) -> np.ndarray:
         """Alg. 1 line 16: privatise Q of ``agents`` (all agents release together in Alg. 1)."""

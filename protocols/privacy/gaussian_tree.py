@@ -296,11 +296,14 @@ class GaussianTreePrivatizer:
         statistic = np.asarray(statistic, dtype=float)
         if statistic.shape != (len(streams), self.size, self.size):
             raise ValueError(f"statistic shape {statistic.shape}; accepted: {(len(streams), self.size, self.size)}")
-        if len(np.unique(streams)) != len(streams):
+        ordered = bool((streams[1:] > streams[:-1]).all())  # increasing: distinct without sorting
+        if not ordered and len(np.unique(streams)) != len(streams):
             raise ValueError("streams: accepted: distinct stream indices")
-        out = np.empty_like(statistic)
         self.rounds[streams] += 1
         rounds = self.rounds[streams]
+        if len(rounds) and rounds[0] == rounds.min() == rounds.max():  # one release number (Alg. 1: a round)
+            return self._release_round(int(rounds[0]), streams, statistic)
+        out = np.empty_like(statistic)
         for r in np.unique(rounds):
             pick = np.flatnonzero(rounds == r)
             rows = streams[pick]
