@@ -23,8 +23,17 @@ def test_ucb_widths_and_argmax_are_numpys(A, d, K):
     beta, mean = rng.random(A) * 50, rng.normal(size=(A, K))
     want = np.sqrt(np.maximum((projected * xt).sum(axis=1), 0.0)) * beta[:, None] + mean
     widths, arms = np.empty((A, K)), np.empty(A, dtype=np.int64)
-    kernels.ucb_argmax(projected, xt, beta, mean, widths, arms)
+    kernels.ucb_argmax(projected, xt.transpose(1, 0, 2), beta, mean, widths, arms)
     assert np.array_equal(widths, want)  # bit for bit: same products, same order of the sum, no FMA
+    assert np.array_equal(arms, np.argmax(want, axis=1))
+    # B = 3 stacked trials on these contexts: learner b A + a reads the contexts of a
+    inv = np.linalg.inv(spd(rng, 3 * A, d=d))
+    projected = (inv.reshape(3, A, d, d) @ xt).reshape(3 * A, d, K)
+    beta, mean = rng.random(3 * A) * 50, rng.normal(size=(3 * A, K))
+    want = np.sqrt(np.maximum((projected * np.tile(xt, (3, 1, 1))).sum(axis=1), 0.0)) * beta[:, None] + mean
+    widths, arms = np.empty((3 * A, K)), np.empty(3 * A, dtype=np.int64)
+    kernels.ucb_argmax(projected, xt.transpose(1, 0, 2), beta, mean, widths, arms)
+    assert np.array_equal(widths, want)
     assert np.array_equal(arms, np.argmax(want, axis=1))
 
 
@@ -32,7 +41,7 @@ def test_ucb_argmax_ties_and_nan_as_numpy():
     xt = np.zeros((3, 1, 4))
     mean = np.array([[1.0, 2.0, 2.0, 0.0], [1.0, np.nan, 3.0, np.nan], [np.nan, 1.0, 1.0, 1.0]])
     arms = np.empty(3, dtype=np.int64)
-    kernels.ucb_argmax(xt.copy(), xt, np.ones(3), mean, np.empty((3, 4)), arms)
+    kernels.ucb_argmax(xt.copy(), xt.transpose(1, 0, 2), np.ones(3), mean, np.empty((3, 4)), arms)
     assert arms.tolist() == np.argmax(mean, axis=1).tolist() == [1, 1, 0]
 
 

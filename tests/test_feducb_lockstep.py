@@ -94,3 +94,99 @@ def test_runner_groups_give_the_results_of_single_units(jobs):
     results = dict(runner.iter_results(units, executor="process", jobs=jobs))
     for index, unit in enumerate(units):
         _same(results[index], unit.run())
+
+
+def test_paper_mode_trials_step_on_stacks_equal_to_alone(monkeypatch):
+    """The stacked driver (protocols.feducb.lockstep) takes the paper-mode trials that draw alike, by matrix
+    layout and horizon: budgets and O(MT) at M = 3 together, eps = inf (no W) and a shorter run apart, M = 4
+    alone; a trial with delays steps on its own events. Each gets its results alone, bit for bit."""
+    from protocols.feducb import lockstep
+
+    sizes: list[int] = []
+    made = lockstep._Stack.__init__
+
+    def spy(self, protocols):
+        sizes.append(len(protocols))
+        made(self, protocols)
+
+    monkeypatch.setattr(lockstep._Stack, "__init__", spy)
+    base = {"run.horizon": 50, "run.checkpoints": 5, "bandit.arms": 9, "bandit.dimension": 3, "network.agents": 3}
+    sets = [{"protocol.epsilon": 300.0, "protocol.threshold": 2.0}, {"protocol.epsilon": 3000.0},
+            {"protocol.communication": "mt", "protocol.threshold": "auto"},
+            {"protocol.epsilon": float("inf")}, {"network.agents": 4}, {"run.horizon": 30, "run.checkpoints": 3},
+            {"network.delay": {"model": "constant", "value": 0.5}}]
+    scenarios = [S.load("dubey2020b-fig1a-sync", {**base, **extra}) for extra in sets]
+    alone = [run_trial(sc, trial_sequence(11, 0), 0) for sc in scenarios]
+    together = run_trials([(sc, trial_sequence(11, 0), 0) for sc in scenarios])
+    assert sorted(sizes) == [1, 1, 1, 3]
+    for a, b in zip(alone, together, strict=True):
+        _same(a, b)
+    assert alone[2].row["rounds"] == 50 and 1 < alone[0].row["rounds"] < 50  # rounds ran through the stacked states
+
+
+def test_only_paper_mode_is_instant():
+    from netsim.engine.sim import Simulation
+    from protocols.feducb.lockstep import instant
+
+    base = {"run.horizon": 5, "bandit.arms": 4, "bandit.dimension": 2, "network.agents": 2}
+
+    def sim(**extra):
+        return Simulation(S.load("dubey2020b-fig1a-sync", {**base, **extra}), trial_sequence(1, 0))
+
+    assert instant(sim())
+    assert not instant(sim(**{"network.delay": {"model": "exponential", "mean": 0.1}}))
+    assert not instant(sim(**{"network.delay": {"model": "constant", "value": 1.0}}))
+    assert not instant(sim(**{"network.loss": 0.1}))
+    assert not instant(sim(**{"faults.duplication": 0.1}))
+    assert not instant(sim(**{"clock.jitter": 0.2}))
+    assert not instant(sim(**{"clock.period": 0.5}))
+
+
+def test_stacked_choice_and_update_are_each_trials():
+    """LinUCBState.stack + choose on shared contexts against every trial's own state, bit for bit."""
+    from protocols.feducb.linucb import LinUCBState
+
+    rng = np.random.default_rng(8)
+    m, d, k, trials = 4, 3, 7, 3
+    own = [LinUCBState(m, d, s0=1.0 + b, shift_w=2.0) for b in range(trials)]
+    for st in own:
+        for _ in range(5):
+            st.update(rng.normal(size=(m, d)), rng.random(m))
+    plain = [LinUCBState(m, d, s0=1.0, shift_w=2.0) for _ in range(trials)]
+    for p, st in zip(plain, own, strict=True):
+        for name in ("S", "s", "Q", "u_tilde", "logdet_s", "dt", "inv", "logdet"):
+            setattr(p, name, getattr(st, name).copy())
+    group = LinUCBState.stack(own)
+    contexts = rng.normal(size=(d, m, k)).transpose(1, 2, 0)  # as the gapped contexts come
+    beta = rng.random(trials * m) * 3
+    arms = group.choose(contexts, beta)
+    for b, p in enumerate(plain):
+        assert np.array_equal(arms[b * m:(b + 1) * m], p.choose(contexts, beta[b * m:(b + 1) * m]))
+    x, y = rng.normal(size=(trials * m, d)), rng.random(trials * m)
+    group.update(x, y)
+    for b, (p, st) in enumerate(zip(plain, own, strict=True)):
+        p.update(x[b * m:(b + 1) * m], y[b * m:(b + 1) * m])
+        for name in ("Q", "u_tilde", "inv", "logdet"):
+            assert np.array_equal(getattr(p, name), getattr(st, name)), name  # the trial's view of the stack
+    own[1].synchronise(np.arange(m), own[1].S[0] * 2, own[1].s[0])  # a trial's own handler writes the stack
+    assert np.array_equal(group.S[m:2 * m], own[1].S) and not np.array_equal(group.S[:m], own[1].S)
+
+
+def test_pull_each_booked_later_is_pull_each():
+    from netsim.bandits.linear import LinearBandit
+    from netsim.engine.streams import Streams
+
+    options = S.load("dubey2020b-fig1a-sync").bandit
+
+    def bandit():
+        b = LinearBandit(options, 5, Streams(np.random.SeedSequence(4)))
+        b.observe(np.arange(5))
+        return b
+
+    now, later = bandit(), bandit()
+    arms = np.array([0, 3, 1, 99, 7])
+    got = later.pull_each(arms, book=False)
+    assert not later.regret.any() and not later.pulls.any()
+    later.book_each(arms)
+    assert np.array_equal(now.pull_each(arms), got)
+    assert np.array_equal(now.regret, later.regret) and np.array_equal(now.pulls, later.pulls)

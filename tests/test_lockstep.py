@@ -40,6 +40,27 @@ def test_grouped_draws_give_each_group_its_one_call_per_draw_values(law):
     assert pools.taken.tolist() == total.tolist()
 
 
+def test_grouped_rows_are_what_take_gives_each_group():
+    """take_rows(groups, count) mixed with take(): each group's next values, in any group order, past block ends,
+    with groups in step (one slice) and out of step."""
+    draw = lambda g, k: g.standard_normal(k)  # noqa: E731
+    pools = GroupedDraws(_generators(5, 4), draw, block=7)
+    reference = _generators(5, 4)
+    plan = np.random.default_rng(2)
+    for step in range(40):
+        if step % 5 == 4:
+            groups = np.repeat(np.arange(4), plan.integers(0, 3, size=4))
+            got = pools.take(groups)
+            assert got.tolist() == [float(draw(reference[g], 1)[0]) for g in groups]
+            continue
+        groups = [np.arange(4), np.array([3, 1]), np.array([2])][step % 3]
+        count = int(plan.integers(1, 10))
+        got = pools.take_rows(groups, count)
+        assert got.shape == (len(groups), count)
+        for row, g in zip(got, groups, strict=True):
+            assert row.tolist() == draw(reference[g], count).tolist()
+
+
 def test_edges_built_books_what_per_slot_marks_book():
     u, v = np.array([0, 0, 1, 2]), np.array([1, 2, 2, 3])   # node 3 is a server
     bulk, plain = (Metrics(4, 3, 1.0, 25.0) for _ in range(2))

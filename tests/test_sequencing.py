@@ -38,6 +38,23 @@ def test_newest_accepts_only_increasing_numbers(arrivals):
         high = max(high, seq)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 150)), max_size=200))
+def test_newest_and_accept_share_one_window(calls):
+    """newest (its newer-than-seen branch inline) leaves the window as accept would: mixed calls on one window
+    against the reference set of numbers seen, newest accepting exactly the numbers above all seen."""
+    window = ReplayWindow()
+    seen: set[int] = set()
+    for newest, seq in calls:
+        if newest:
+            fresh = not seen or seq > max(seen)
+            assert window.newest(0, 1, seq) == fresh
+            if fresh:
+                seen.add(seq)
+        else:
+            assert window.accept(0, 1, seq) == reference_accept(seen, seq)
+
+
 def test_duplicates_and_reordering_within_the_window():
     window = ReplayWindow()
     assert [window.accept(0, 1, s) for s in (5, 3, 5, 4, 3, 70, 7)] == [True, True, False, True, False, True, True]

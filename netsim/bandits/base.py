@@ -119,11 +119,14 @@ class BanditEnvironment:
         self._record(agents, arms, n)
         return rewards
 
-    def pull_each(self, arms: np.ndarray) -> np.ndarray:
+    def pull_each(self, arms: np.ndarray, *, book: bool = True) -> np.ndarray:
         """One pull by every agent, agent i pulling ``arms[i]``: the rewards and books of
         ``pull_many(np.arange(num_agents), arms)`` (the same uniforms, rewards and float additions),
         without the general path's counting and sorting (each agent reads the next uniform of its stream).
         For learners that step all agents in lockstep (one pull each per tick).
+
+        ``book=False`` reads the uniforms and returns the rewards but leaves the regret and pull counts
+        to :meth:`book_each` (a driver that computes a tick ahead books it at the tick's own instant).
         """
         cursor = self._cursor
         if self._each_left <= 0:  # some agent may be at the end of its buffer: look
@@ -137,9 +140,16 @@ class BanditEnvironment:
         u = self._buffer[agents, cursor]
         cursor += 1
         rewards = self._single_rewards(agents, arms, u)
-        self.regret += self._pull_gaps(agents, arms)  # distinct agents: the additions np.add.at makes
-        self.pulls += 1
+        if book:
+            self.book_each(arms)
         return rewards
+
+    def book_each(self, arms: np.ndarray) -> None:
+        """The books of one :meth:`pull_each` of ``arms`` (regret and pull counts; the means of that pull)."""
+        if self._each is None:
+            self._each = np.arange(self.num_agents)
+        self.regret += self._pull_gaps(self._each, arms)  # distinct agents: the additions np.add.at makes
+        self.pulls += 1
 
     def each_rewards(self, steps: int) -> np.ndarray:
         """For a driver that steps several trials in lockstep: the rewards of the next ``steps`` rounds of

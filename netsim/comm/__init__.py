@@ -11,7 +11,8 @@ What a protocol is built from:
   :func:`register_protocol` to make one available as ``[protocol] name``;
 - the :class:`Simulation` a protocol receives, its :class:`Message`, the scenario module
   (:mod:`~netsim.engine.scenario`), the key declarations (:mod:`params <netsim.engine.params>`),
-  faults (:mod:`faults <netsim.engine.faults>`), :func:`trial_sequence` and the errors
+  faults (:mod:`faults <netsim.engine.faults>`), :func:`trial_sequence`, the draw helpers
+  :class:`GroupedDraws`, :class:`SharedDraws` and :func:`standard_normal` (compiled, NumPy's values) and the errors
   :class:`InputError`, :class:`ProtocolError`, all from the engine;
 - LOCAL flooding (:class:`Flooding`, :mod:`~netsim.comm.flooding`, :mod:`~netsim.comm.hops`,
   :mod:`~netsim.comm.heard`), the reliable transport (:class:`Transport`, :class:`RetransmitTimer`,
@@ -36,6 +37,7 @@ from netsim.engine import faults, params, scenario
 from netsim.engine.activation import poisson_edge_clocks, uniform_edge_clock
 from netsim.engine.errors import InputError, ProtocolError
 from netsim.engine.messages import Message
+from netsim.engine.normals import standard_normal
 from netsim.engine.registry import audit_targets, register_protocol
 from netsim.engine.sim import Simulation
 from netsim.engine.streams import GroupedDraws, SharedDraws, trial_sequence
@@ -70,6 +72,7 @@ __all__ = [
     "register_protocol",
     "rewriting",
     "scenario",
+    "standard_normal",
     "timer_from",
     "trial_sequence",
     "uniform_edge_clock",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 WINDOW = 64
 INCARNATION = 1 << 32
+_FULL = (1 << WINDOW) - 1  # the window's mask, every bit set
 
 
 class Sequencer:
@@ -64,7 +65,7 @@ class ReplayWindow:
             return True
         if seq > high:
             shift = seq - high
-            self._mask[key] = ((self._mask[key] << shift) | 1) & ((1 << WINDOW) - 1) if shift < WINDOW else 1
+            self._mask[key] = ((self._mask[key] << shift) | 1) & _FULL if shift < WINDOW else 1
             self._high[key] = seq
             return True
         offset = high - seq
@@ -81,9 +82,15 @@ class ReplayWindow:
         """
         key = (receiver, sender)
         high = self._high.get(key)
-        if high is not None and seq <= high:
+        if high is None:
+            self._high[key], self._mask[key] = seq, 1
+            return True
+        if seq <= high:
             return False
-        return self.accept(receiver, sender, seq)
+        shift = seq - high  # accept's newer-than-seen branch, inline (one lookup per message)
+        self._mask[key] = ((self._mask[key] << shift) | 1) & _FULL if shift < WINDOW else 1
+        self._high[key] = seq
+        return True
 
     def forget(self, receiver: int) -> None:
         """``receiver`` lost its state (crash with ``state = "lost"``): it remembers no sender."""

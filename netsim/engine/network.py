@@ -282,6 +282,13 @@ class Network(DeliveryHeap, ChunkSends):
             faults.before_change = self._before_deliveries  # held flights meet a crash with the state before it
         self._plain = self._simple and not self._tracer and faults is None
 
+    @property
+    def instant(self) -> bool:
+        """Whether every message arrives at the instant it is sent: one constant zero delay on every link,
+        no loss and no faults (paper mode's server links). A protocol may then know that nothing reaches a
+        node between the engine's arrival at an instant and the events it scheduled there."""
+        return self._simple and self._delay.is_constant and self._delay.mean == 0.0 and self._faults is None
+
     # ------------------------------------------------------------------ graph facts
     def neighbors(self, node: int) -> list[int]:
         """Sorted neighbour ids of ``node`` (agents and servers)."""

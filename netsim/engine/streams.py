@@ -165,11 +165,7 @@ class GroupedDraws:
         groups = np.asarray(groups, dtype=np.int64)
         counts = np.bincount(groups, minlength=len(self.generators))
         if counts.max(initial=0) > self.block:  # more than a block at once: every group refills a larger block
-            lefts = [self._pool[g, self._at[g]:].copy() for g in range(len(self.generators))]
-            self.block = int(counts.max())
-            self._pool = np.empty((len(self.generators), self.block))
-            for g, left in enumerate(lefts):
-                self._refill(g, left)
+            self._grow(int(counts.max()))
         for g in np.flatnonzero(self._at + counts > self.block):
             self._refill(int(g), self._pool[g, self._at[g]:].copy())
         rank = np.arange(len(groups)) - (np.cumsum(counts) - counts)[groups]
@@ -177,6 +173,31 @@ class GroupedDraws:
         self._at += counts
         self.taken += counts
         return values
+
+    def take_rows(self, groups: np.ndarray, count: int) -> np.ndarray:
+        """``count`` values for each of ``groups`` (distinct group ids, any order): a len(groups) x count array whose
+        row j holds the next ``count`` values of group ``groups[j]``, those :meth:`take` would give it."""
+        groups = np.asarray(groups, dtype=np.int64)
+        if count > self.block:
+            self._grow(count)
+        for g in groups[self._at[groups] + count > self.block]:
+            self._refill(int(g), self._pool[g, self._at[g]:].copy())
+        at = self._at[groups]
+        if len(groups) and (at == at[0]).all():  # groups that always draw together: one slice of the pool
+            values = self._pool[groups, at[0]:at[0] + count]
+        else:
+            values = self._pool[groups[:, None], at[:, None] + np.arange(count)]
+        self._at[groups] += count
+        self.taken[groups] += count
+        return values
+
+    def _grow(self, block: int) -> None:
+        """Blocks of ``block`` values: every group keeps what is left of its block and draws the rest."""
+        lefts = [self._pool[g, self._at[g]:].copy() for g in range(len(self.generators))]
+        self.block = block
+        self._pool = np.empty((len(self.generators), self.block))
+        for g, left in enumerate(lefts):
+            self._refill(g, left)
 
     def _refill(self, g: int, left: np.ndarray) -> None:
         """Group g's pool: the values ``left`` of its previous block, then fresh ones."""

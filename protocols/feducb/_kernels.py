@@ -15,18 +15,23 @@ from numba import njit
 
 
 @njit(cache=True)
-def ucb_argmax(projected, xt, beta, mean, widths, arms):  # noqa: PLR0913  # pragma: no cover (compiled)
+def ucb_argmax(projected, xd, beta, mean, widths, arms):  # noqa: PLR0913  # pragma: no cover (compiled)
     """``widths = sqrt(maximum((projected * xt).sum(axis=1), 0)) * beta[:, None] + mean`` and
-    ``arms = argmax(widths, axis=1)`` (the first maximum; the first NaN if any) for ``projected`` and ``xt``
-    of shape (A, d, K): V^-1 x and x of every context, ``beta`` (A,), ``mean`` (A, K)."""
+    ``arms = argmax(widths, axis=1)`` (the first maximum; the first NaN if any) for ``projected`` (A, d, K),
+    V^-1 x of every context, and ``xt = xd.transpose(1, 0, 2)``, ``beta`` (A,), ``mean`` (A, K). ``xd`` (d, C, K)
+    holds the contexts coordinate by coordinate (C-ordered: every row a contiguous run of K values, which the
+    loops below read as such); C may divide A (B trials that observe the same contexts, stacked), learner a
+    then reading the contexts of a mod C."""
     learners, d, contexts = projected.shape
+    shared = xd.shape[1]
     s = np.empty(contexts)
     for a in range(learners):
+        c = a % shared
         for k in range(contexts):  # the sum over d, term after term, every context at once (contiguous rows)
-            s[k] = projected[a, 0, k] * xt[a, 0, k]
+            s[k] = projected[a, 0, k] * xd[0, c, k]
         for i in range(1, d):
             for k in range(contexts):
-                s[k] = s[k] + projected[a, i, k] * xt[a, i, k]
+                s[k] = s[k] + projected[a, i, k] * xd[i, c, k]
         best, arm, nan = -np.inf, 0, False
         for k in range(contexts):
             v = s[k]

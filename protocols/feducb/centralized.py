@@ -112,6 +112,7 @@ from netsim.comm import (
     INCARNATION,
     Lie,
     Protocol,
+    ProtocolError,
     ReplayWindow,
     Sequencer,
     SharedDraws,
@@ -134,6 +135,7 @@ from protocols.feducb.linucb import (
     threshold_for,
     trials_of,
 )
+from protocols.feducb.lockstep import Lockstep, instant
 from protocols.privacy.gaussian_tree import GaussianTreePrivatizer
 
 
@@ -147,6 +149,11 @@ def lie_sync(payload: tuple, lie: Lie) -> tuple:
     """Where a sync (r, S, s) carries statistics: S (symmetric) and s."""
     r, gram, vec = payload
     return r, lie(gram, symmetric=True), lie(vec)
+
+
+def _total(terms: list[np.ndarray]) -> np.ndarray | int:
+    """``sum(terms)`` as Python adds it (0 + t_1 + t_2 + ..., term after term), in one NumPy reduction (0 for none)."""
+    return np.add.reduce(np.array(terms, dtype=float), axis=0, initial=0.0) if terms else 0
 
 
 @register_protocol
@@ -181,17 +188,16 @@ class CentralizedFedUCB(Protocol):
         agents' choices, only on the stream and the number of agents. Each trial starts as alone and
         processes its own events; the bandits share a :class:`~netsim.comm.SharedDraws`, so a context
         draw that another trial already made from the same stream state is taken from it (read-only)
-        instead of drawn again. Every trial's results are those it gets alone (tests/test_feducb_lockstep.py).
+        instead of drawn again. In paper mode (:func:`protocols.feducb.lockstep.instant`) the ticks of the
+        trials that draw alike are computed on one stacked learner state (:mod:`protocols.feducb.lockstep`);
+        every other trial steps on its own events. Every trial's results are those it gets alone
+        (tests/test_feducb_lockstep.py).
         """
         shared = SharedDraws()
         for protocol in protocols:
             protocol.sim.streams.shared = shared
             protocol.start()
-
-        def advance(when: float) -> None:
-            shared.forget()  # the draws of earlier instants are not asked for again
-
-        return advance
+        return Lockstep([p for p in protocols if instant(p.sim)], shared).advance
 
     @classmethod
     def work(cls, scenario: Any, *, slots: float, links: float) -> tuple[float, float]:
@@ -212,8 +218,10 @@ class CentralizedFedUCB(Protocol):
         # Alg. 1 line 1: S = M rho_min I; trigger shift M (rho_max - rho_min).
         self.state = LinUCBState(M, d, s0=M * cal.rho_min, shift_w=M * (cal.rho_max - cal.rho_min))
         self.privacy_rngs = [sim.streams.for_("privacy", i) for i in range(M)]
-        self.privatizer = GaussianTreePrivatizer(cal, self.privacy_rngs)
+        # noise read ahead in blocks unless a crash could give a restarted agent a new tree on its generator
+        self.privatizer = GaussianTreePrivatizer(cal, self.privacy_rngs, read_ahead=not sim.faults.has_crashes)
         self.reborn: dict[int, GaussianTreePrivatizer] = {}  # trees of agents that restarted without state
+        self.ahead: tuple[float, np.ndarray, list[int]] | None = None  # a tick computed by a lockstep driver
         self.server = sim.servers[0].id
         self.everyone = np.arange(M)
         self.up = sim.faults.up
@@ -262,6 +270,9 @@ class CentralizedFedUCB(Protocol):
     # -- agents ---------------------------------------------------------------
     def step(self, now: float, agents: np.ndarray | None = None) -> None:
         """One trial (Alg. 1 lines 5-14) of every agent that is up (one clock), or of ``agents`` (own clocks)."""
+        if self.ahead is not None:  # computed by the lockstep driver (protocols.feducb.lockstep): book and send
+            self._step_ahead(now)
+            return
         state, bandit = self.state, self.sim.bandit
         beta_scale = self.params["beta_scale"]
         if agents is None:
@@ -296,6 +307,17 @@ class CentralizedFedUCB(Protocol):
             self.requests += len(fired)
             self._request_rounds(fired)
 
+    def _step_ahead(self, now: float) -> None:
+        """The tick at ``now`` that the lockstep driver computed: its pulls booked, its round requests sent."""
+        when, arms, fired = self.ahead
+        if when != now:
+            raise ProtocolError(f"feducb lockstep: the tick at {now:g} was computed for {when:g}")
+        self.ahead = None
+        self.sim.bandit.book_each(arms)
+        if fired:
+            self.requests += len(fired)
+            self._request_rounds(fired)
+
     def _choose_everyone(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every agent's contexts (one shared stream, so a crash leaves the others' draws alone) and choice."""
         contexts = self.sim.bandit.observe(self.everyone)
@@ -322,10 +344,8 @@ class CentralizedFedUCB(Protocol):
         agents = np.array([m.dst for m in fresh], dtype=np.int64)
         self.pending[agents] = True
         gram, vec = self.privatizer.split(self.privatizer_release(agents))
-        incarnation = self.incarnation[agents].tolist()
-        self.upload_link.send_each([m.dst for m in fresh], self.server,
-                                   [(m.payload, incarnation[j], gram[j], vec[j]) for j, m in enumerate(fresh)],
-                                   size=(self.d + 1) ** 2)
+        payloads = list(zip([m.payload for m in fresh], self.incarnation[agents].tolist(), gram, vec, strict=True))
+        self.upload_link.send_each(agents.tolist(), self.server, payloads, size=(self.d + 1) ** 2)
 
     def privatizer_release(self, agents: np.ndarray) -> np.ndarray:
         """Alg. 1 line 16: privatise Q of ``agents`` (all agents release together in Alg. 1)."""
@@ -341,14 +361,18 @@ class CentralizedFedUCB(Protocol):
         return out
 
     def _on_sync(self, messages: list) -> None:
-        groups: dict[int, list[int]] = {}
+        groups: dict[int, tuple[tuple, list[int]]] = {}  # the receivers of each sync payload, in arrival order
         for m in messages:  # a copy, or a sync older than the last applied, is ignored
             if self.syncs_seen.newest(m.dst, self.server, m.payload[0]):
-                groups.setdefault(id(m.payload), []).append(m.dst)
-        payloads = {id(m.payload): m.payload for m in messages}
-        for key, dsts in groups.items():
-            r, S, s = payloads[key]
-            agents = np.array(dsts, dtype=np.int64)
+                group = groups.get(id(m.payload))
+                if group is None:
+                    groups[id(m.payload)] = (m.payload, [m.dst])
+                else:
+                    group[1].append(m.dst)
+        everyone = self.everyone.tolist()
+        for (r, S, s), dsts in groups.values():
+            # every agent in order (a round's sync): views of the learners' rows, not gathered copies
+            agents = slice(None) if dsts == everyone else np.array(dsts, dtype=np.int64)
             self.state.synchronise(agents, S, s)
             self.synced[agents] = r
             self.pending[agents] = False
@@ -433,18 +457,20 @@ class CentralizedFedUCB(Protocol):
             self._keep(agent, r, incarnation, gram, vec)
         shift = self.cal.shift * np.eye(self.d)
         # Alg. 1 line 18: the sum of every agent's latest release (this round's, in arrival order, first)
-        S = sum(g for _, g, _ in self.uploads.values())
-        s = sum(v for _, _, v in self.uploads.values())
-        for agent in range(self.sim.num_agents):
-            if agent not in self.uploads:
-                if agent in self.latest:
-                    S = S + self.latest[agent][2]
-                    s = s + self.latest[agent][3]
-                else:
-                    S = S + shift
-            if agent in self.former:
-                S = S + self.former[agent][0]
-                s = s + self.former[agent][1]
+        grams = [g for _, g, _ in self.uploads.values()]
+        vecs = [v for _, _, v in self.uploads.values()]
+        if len(self.uploads) < self.sim.num_agents or self.former:
+            for agent in range(self.sim.num_agents):
+                if agent not in self.uploads:
+                    if agent in self.latest:
+                        grams.append(self.latest[agent][2])
+                        vecs.append(self.latest[agent][3])
+                    else:
+                        grams.append(shift)
+                if agent in self.former:
+                    grams.append(self.former[agent][0])
+                    vecs.append(self.former[agent][1])
+        S, s = _total(grams), _total(vecs)
         self.sim.metrics.rounds += 1
         self.round_open = False
         self.completed = r

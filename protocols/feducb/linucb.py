@@ -86,6 +86,29 @@ class LinUCBState:
     U = property(lambda self: self.Q[:, :-1, :-1])
     u = property(lambda self: self.Q[:, :-1, -1])
 
+    @classmethod
+    def stack(cls, states: list[LinUCBState]) -> LinUCBState:
+        """One state holding the learners of ``states`` one after the other (a lockstep driver steps them with
+        one call); each of ``states`` then reads and writes its own rows of it (its arrays become views).
+        The states must have the same dimension and both or neither track W (``shift_w``)."""
+        first = states[0]
+        if any(st.d != first.d or st.shift_w != first.shift_w for st in states):
+            raise ValueError("stacked OFUL states need one dimension and one trigger matrix layout")
+        group = cls.__new__(cls)
+        group.d, group.shift_w = first.d, first.shift_w
+        for name in _ROWS:
+            setattr(group, name, np.concatenate([getattr(st, name) for st in states]))
+        group.inv = np.concatenate([st.inv for st in states], axis=1)
+        group.logdet = np.concatenate([st.logdet for st in states], axis=1)
+        start = 0
+        for st in states:
+            rows = slice(start, start + len(st.dt))
+            start = rows.stop
+            for name in _ROWS:
+                setattr(st, name, getattr(group, name)[rows])
+            st.inv, st.logdet = group.inv[:, rows], group.logdet[:, rows]
+        return group
+
     def reset(self, rows: np.ndarray) -> None:
         """``rows`` start afresh as at Alg. 1 line 1 (S = s0 I, no data, dt = 0): a learner that lost its state."""
         fresh = LinUCBState(len(rows), self.d, s0=self.s0[rows], shift_w=self.shift[rows])
@@ -102,15 +125,25 @@ class LinUCBState:
         :class:`~netsim.bandits.linear.LinearBandit`): one batched matrix product for V^-1 X, one for
         theta_hat^T X; the widths and the argmax in one compiled pass (:func:`protocols.feducb._kernels.ucb_argmax`,
         the floats of ``sqrt(maximum((V^-1 X * X).sum(axis=1), 0)) * beta + mean``).
+
+        ``contexts`` may be those of C learners when the rows are B x C learners (B stacked trials that observe
+        the same contexts, :meth:`stack`): learner b C + a reads those of a, through broadcast products whose
+        every matrix product is the one of that learner alone.
         """
         sel = slice(None) if rows is None else rows
         v_inv = self.v_inv[sel]
-        xt = contexts.transpose(0, 2, 1)  # (A, d, K)
+        xt = contexts.transpose(0, 2, 1)  # (C, d, K)
         theta = np.matmul(v_inv, self.u_tilde[sel][:, :, None])  # (A, d, 1)
-        mean = np.matmul(theta.transpose(0, 2, 1), xt)[:, 0, :]
-        projected = np.matmul(v_inv, xt)  # V^-1 x for every context
-        arms = np.empty(len(xt), dtype=np.int64)
-        _kernels().ucb_argmax(projected, xt, np.asarray(beta, dtype=float), mean, np.empty(mean.shape), arms)
+        learners, (c, d, k) = len(v_inv), xt.shape
+        if learners == c:
+            mean = np.matmul(theta.transpose(0, 2, 1), xt)[:, 0, :]
+            projected = np.matmul(v_inv, xt)  # V^-1 x for every context
+        else:  # B = A / C trials on the same contexts
+            mean = np.matmul(theta.reshape(-1, c, 1, d), xt).reshape(learners, k)
+            projected = np.matmul(v_inv.reshape(-1, c, d, d), xt).reshape(learners, d, k)
+        arms = np.empty(learners, dtype=np.int64)
+        xd = np.ascontiguousarray(contexts.transpose(2, 0, 1))  # (d, C, K): the gapped contexts' own array
+        _kernels().ucb_argmax(projected, xd, np.asarray(beta, dtype=float), mean, np.empty(mean.shape), arms)
         return arms
 
     def update(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray | None = None) -> None:
@@ -156,6 +189,9 @@ class LinUCBState:
             self.inv[1, rows] = _inverse(W)
             self.logdet[1, rows] = np.linalg.slogdet(W)[1]
         self.dt[rows] = 0
+
+
+_ROWS = ("s0", "shift", "S", "s", "Q", "u_tilde", "logdet_s", "dt")  # LinUCBState's arrays indexed by learner first
 
 
 @cache

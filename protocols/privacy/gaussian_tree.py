@@ -50,6 +50,8 @@ from functools import cached_property
 
 import numpy as np
 
+from netsim.comm import GroupedDraws, standard_normal
+
 
 def _check(name: str, value: float, *, low: float = 0.0, allow_inf: bool = False, high: float | None = None,
            low_open: bool = True) -> float:
@@ -186,6 +188,12 @@ class FedUCBCalibration:
         radicand = confidence + np.asarray(logdet_v) - regulariser
         return self.sigma * np.sqrt(np.maximum(radicand, 0.0)) + bias + noise
 
+    @property
+    def beta_terms(self) -> tuple:
+        """The terms of :meth:`beta` that do not depend on V, for the M agents: 2 log(2/alpha), d log(M rho_min),
+        S sqrt(M rho_max) and M kappa (a driver that computes beta for several calibrations at once uses them)."""
+        return self._beta_terms
+
     @cached_property
     def _beta_terms(self) -> tuple:
         """The terms of :meth:`beta` that do not depend on V, for the M agents (computed once per calibration)."""
@@ -205,6 +213,10 @@ class FedUCBCalibration:
 def symmetric_noise(rng: np.random.Generator, size: int, std: float) -> np.ndarray:
     """N = (Ñ + Ñ^T)/sqrt(2) with Ñ_ij ~ N(0, std^2) (Alg. 2 line 6)."""
     return symmetrise(rng.normal(0.0, std, size=(size, size)))
+
+
+def _normals(rng: np.random.Generator, count: int) -> np.ndarray:
+    return standard_normal(rng, np.empty(count))
 
 
 def symmetrise(raw: np.ndarray) -> np.ndarray:
@@ -230,9 +242,16 @@ class GaussianTreePrivatizer:
         Supplies sigma_N (``noise_std``), the PSD shift and the depth m.
     rngs:
         One injected generator per stream (e.g. ``sim.streams.for_("privacy", agent)``).
+    read_ahead:
+        Draw each stream's node noise in blocks of 32 nodes (:class:`netsim.comm.GroupedDraws` of standard
+        normals, scaled as ``Generator.normal`` scales them): the very values of one ``normal`` call per node,
+        with a call per block instead. The generators are then ahead of the noise used, so only an owner
+        that draws nothing else from them may ask for it (centralized FedUCB without crashes: a restarted
+        agent's new tree draws from its generator).
     """
 
-    def __init__(self, calibration: FedUCBCalibration, rngs: Sequence[np.random.Generator]):
+    def __init__(self, calibration: FedUCBCalibration, rngs: Sequence[np.random.Generator], *,
+                 read_ahead: bool = False):
         if len(rngs) < 1:
             raise ValueError("rngs: accepted: at least one generator")
         self.calibration = calibration
@@ -246,6 +265,7 @@ class GaussianTreePrivatizer:
         self._noise: list[np.ndarray] = []
         self._shape = shape
         self.noise_drawn = np.zeros(len(self.rngs), dtype=np.int64)
+        self._ahead = GroupedDraws(self.rngs, _normals, block=32 * self.size**2) if read_ahead else None
 
     @property
     def std(self) -> float:
@@ -276,11 +296,14 @@ class GaussianTreePrivatizer:
         statistic = np.asarray(statistic, dtype=float)
         if statistic.shape != (len(streams), self.size, self.size):
             raise ValueError(f"statistic shape {statistic.shape}; accepted: {(len(streams), self.size, self.size)}")
-        if len(np.unique(streams)) != len(streams):
+        ordered = bool((streams[1:] > streams[:-1]).all())  # increasing: distinct without sorting
+        if not ordered and len(np.unique(streams)) != len(streams):
             raise ValueError("streams: accepted: distinct stream indices")
-        out = np.empty_like(statistic)
         self.rounds[streams] += 1
         rounds = self.rounds[streams]
+        if len(rounds) and rounds[0] == rounds.min() == rounds.max():  # one release number (Alg. 1: a round)
+            return self._release_round(int(rounds[0]), streams, statistic)
+        out = np.empty_like(statistic)
         for r in np.unique(rounds):
             pick = np.flatnonzero(rounds == r)
             rows = streams[pick]
@@ -301,7 +324,10 @@ class GaussianTreePrivatizer:
         if self.calibration.private:
             # symmetric_noise of every stream: its draws from the stream's own generator, symmetrised at once
             std, shape = self.std, (self.size, self.size)
-            raw = np.stack([rng.normal(0.0, std, size=shape) for rng in self._generators(rows)])
+            if self._ahead is None:
+                raw = np.stack([rng.normal(0.0, std, size=shape) for rng in self._generators(rows)])
+            else:
+                raw = self._read_ahead(rows)
             self._noise[low][rows] = symmetrise(raw)
             self.noise_drawn[rows] += 1
         noisy = np.zeros_like(statistic)
@@ -309,6 +335,13 @@ class GaussianTreePrivatizer:
             if r >> level & 1:
                 noisy += self._exact[level][rows] + self._noise[level][rows]
         return noisy
+
+    def _read_ahead(self, rows: np.ndarray | slice) -> np.ndarray:
+        """One node's noise for each of ``rows`` from the blocks read ahead: ``normal(0, std)`` is 0 + std z
+        for the generator's next standard normals z (NumPy's ``loc + scale * gauss``)."""
+        ids = np.arange(len(self.rngs))[rows]
+        z = self._ahead.take_rows(ids, self.size * self.size).reshape(len(ids), self.size, self.size)
+        return 0.0 + self.std * z
 
     def _generators(self, rows: np.ndarray | slice) -> list[np.random.Generator]:
         return self.rngs if isinstance(rows, slice) else [self.rngs[j] for j in rows]
