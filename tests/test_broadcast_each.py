@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsim.engine import network as N
+from netsim.engine import delays as D
 from netsim.engine.distributions import Distribution
 from netsim.engine.errors import ProtocolError
 from tests.test_delivery_heap import build as build_network
@@ -70,11 +70,11 @@ script = st.lists(st.tuples(st.integers(0, 4), st.lists(st.integers(0, 7), max_s
 @settings(max_examples=80, deadline=None)
 @given(script=script, law=st.sampled_from(LAWS), loss=st.sampled_from([0.0, 0.3]), faults=st.sampled_from(FAULTS),
        p=st.floats(0.1, 0.9), graph_seed=st.integers(0, 1000), seed=st.integers(0, 1000), traced=st.booleans(),
-       block=st.sampled_from([5, N.BLOCK]))
+       block=st.sampled_from([5, D.BLOCK]))
 def test_broadcast_each_is_the_loop_of_broadcasts(script, law, loss, faults, p, graph_seed, seed, traced, block):
     script = sorted(((float(w), srcs) for w, srcs in script), key=lambda s: s[0])
     graph = nx.gnp_random_graph(8, p, seed=graph_seed)
-    saved, N.BLOCK = N.BLOCK, block
+    saved, D.BLOCK = D.BLOCK, block
     try:
         outcomes = []
         for bulk in (False, True):
@@ -87,7 +87,7 @@ def test_broadcast_each_is_the_loop_of_broadcasts(script, law, loss, faults, p, 
                              m.node_sent.tolist(), m.node_received.tolist(), m.links_agent_agent,
                              m.node_links.tolist(), next(net._sequence), delays, dict(m.extras), net.in_flight))
     finally:
-        N.BLOCK = saved
+        D.BLOCK = saved
     assert outcomes[0] == outcomes[1]
 
 

@@ -20,9 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netsim.engine import faults as F
+from netsim.engine.delays import BLOCK
 from netsim.engine.distributions import Distribution
 from netsim.engine.metrics import Metrics
-from netsim.engine.network import BLOCK, FAULT, Network
+from netsim.engine.network import FAULT, Network
 from netsim.engine.streams import Streams
 
 LAWS = [Distribution("constant", {"value": 1.0}), Distribution("constant", {"value": 0.0}),

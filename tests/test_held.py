@@ -23,8 +23,8 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from netsim.engine.delays import BLOCK
 from netsim.engine.distributions import Distribution
-from netsim.engine.network import BLOCK
 from netsim.engine.streams import Streams
 from netsim.experiment.testing import MessageSpy
 from tests.test_delivery_heap import NODES

@@ -26,7 +26,7 @@ Order at one instant (deterministic)
     A zero-delay message sent during step 2 or 3 is delivered right after the handler or
     event that sent it.
 
-Random delays are drawn in blocks of :data:`BLOCK` per delay law from the ``delays`` stream.
+Random delays are drawn in blocks per delay law from the ``delays`` stream (:mod:`netsim.engine.delays`).
 Link accounting is deferred: a send notes its edge ids, which :class:`netsim.engine.metrics.Metrics`
 marks as a whole before anything reads or marks links (see its module docstring).
 """
@@ -45,6 +45,7 @@ import simpy
 from simpy.core import NORMAL, URGENT
 
 from netsim.engine.chunks import ChunkSends
+from netsim.engine.delays import Delays
 from netsim.engine.delivery import _END, DELIVERY, DeliveryHeap
 from netsim.engine.distributions import Distribution
 from netsim.engine.errors import ProtocolError
@@ -66,84 +67,6 @@ __all__ = ["Adversary", "BatchHandler", "CHECKPOINT", "Corruptor", "DELIVERY", "
 CHECKPOINT = URGENT - 2  # before everything else at the same instant
 FAULT = URGENT - 1       # crashes and restarts: after checkpoints, before deliveries
 TICK = NORMAL
-BLOCK = 4096             # delays drawn at once per law
-
-
-class _Delays:
-    """Endless delays of one law, drawn :data:`BLOCK` at a time (one numpy call per block).
-
-    The delays not taken yet are ``array[at:]``; a block is drawn only when a delay past the
-    previous one is asked for, so the draws from the ``delays`` stream are the same whether delays
-    are taken one by one or several at once. ``block`` is the same block as a list of floats, made
-    when a delay of the block is first taken one by one (array users never pay for it); the
-    network's plain send path reads ``block`` and ``at`` itself when a send's delays are all in the
-    listed block: it saves a call per send.
-    """
-
-    __slots__ = ("law", "rng", "block", "array", "at", "low")
-
-    def __init__(self, law: Distribution, rng: np.random.Generator):
-        self.law, self.rng = law, rng
-        self.block: list[float] = []
-        self.array = np.empty(0)  # the same block as an array
-        self.at = 0
-        self.low = 0.0  # the smallest delay of the block (a lower bound of any taken from it)
-
-    def take(self, count: int) -> list[float]:
-        """The next ``count`` delays."""
-        start = self.at
-        stop = start + count
-        block = self._listed()
-        if stop <= len(block):
-            self.at = stop
-            return block[start:stop]
-        out = block[start:]
-        while True:
-            self._draw()
-            block = self._listed()
-            need = count - len(out)
-            if need <= BLOCK:
-                self.at = need
-                return out + block[:need]
-            out += block
-
-    def take_array(self, count: int) -> np.ndarray:
-        """The next ``count`` delays as an array (the same draws as :meth:`take`)."""
-        start = self.at
-        stop = start + count
-        if stop <= len(self.array):
-            self.at = stop
-            return self.array[start:stop]
-        parts = [self.array[start:]]
-        need = count - len(parts[0])
-        while need > BLOCK:
-            self._draw()
-            parts.append(self.array)
-            need -= BLOCK
-        self._draw()
-        self.at = need
-        parts.append(self.array[:need])
-        return np.concatenate(parts)
-
-    def _draw(self) -> None:
-        self.array = self.law.sample(self.rng, BLOCK)
-        self.block = []  # made from the array when a delay is first taken as a float (_listed)
-        self.low = float(self.array.min())
-
-    def _listed(self) -> list[float]:
-        """The current block as a list (array users, ``take_array``, never pay for it)."""
-        if len(self.block) != len(self.array):
-            self.block = self.array.tolist()
-        return self.block
-
-    def next(self) -> float:
-        """The next delay."""
-        at = self.at
-        if at < len(self.block):
-            self.at = at + 1
-            return self.block[at]
-        return self.take(1)[0]
-
 
 
 class Network(DeliveryHeap, ChunkSends):
@@ -198,7 +121,7 @@ class Network(DeliveryHeap, ChunkSends):
         self._overrides = {(min(u, v), max(u, v)): law for (u, v), law in link_overrides.items()}
         self._uniform_links = not self._overrides and server_delay == delay
         self._simple = self._uniform_links and loss == 0.0  # one delay law, no loss
-        self._delays: dict[int, _Delays] = {}
+        self._delays: dict[int, Delays] = {}
         # the fault-free send path's sampled delays (None: constant links, one multicast entry per send)
         self._sampled = None if delay.is_constant else self._law(delay)
         self._fresh: list[tuple] = []   # the delivery queue (netsim.engine.delivery)
@@ -506,11 +429,11 @@ class Network(DeliveryHeap, ChunkSends):
                    for d, delay, number in zip(dsts, remaining, sequence)]
         self._push_all(entries, kind, now + min(delays))
 
-    def _law(self, law: Distribution) -> _Delays:
+    def _law(self, law: Distribution) -> Delays:
         """The delay stream of ``law`` (keyed by identity: laws live as long as the network)."""
         delays = self._delays.get(id(law))
         if delays is None:
-            delays = self._delays[id(law)] = _Delays(law, self._delay_rng)
+            delays = self._delays[id(law)] = Delays(law, self._delay_rng)
         return delays
 
     def _send(self, src: int, dsts: Sequence[int], edges: Sequence[int] | None, kind: str, payload: Any,
