@@ -115,6 +115,8 @@ def test_many_senders_at_one_instant_take_the_array_marking():
     senders = [a for a in range(64) if a % 4]
     for s in senders:
         net.broadcast(s, "M", s)
+    assert len(net._noted) == 48 and not m.pending_sources  # noted by the network (Network.broadcast)
+    net._send_noted()
     assert len(m.pending_sources) == 48 >= Metrics.ARRAY_FROM
     m._mark_pending()
     assert m._slot_array is not None and not m._slot_edges

@@ -40,6 +40,7 @@ class ChunkSends:
         the per-sender sends would be (the per-sender loss draws are taken in the same order).
         ``srcs`` must be increasing agent ids. Returns the number of messages sent.
         """
+        self._send_noted()
         srcs = np.asarray(srcs, dtype=np.int64)
         bounds = np.asarray(bounds, dtype=np.int64)
         ptr, dst_all = self.agent_ptr, self.agent_dst

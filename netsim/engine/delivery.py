@@ -95,6 +95,7 @@ class DeliveryHeap:
     _alone: dict[str, Callable[[Message], None]]  # batch readers, for a message alone at its instant
     _holding: Holding
     _early: bool  # the running event comes before the deliveries of its instant (see _before_deliveries)
+    _noted: list[tuple] | None  # broadcasts noted, not sent yet (netsim.engine.network.Network.broadcast)
 
     # ------------------------------------------------------------------ queueing
     def _push(self, entry: tuple) -> None:
@@ -179,8 +180,11 @@ class DeliveryHeap:
         """
         if event is not self._alarm:
             return  # superseded by an earlier wake-up
+        if self._noted:
+            self._send_noted()  # the broadcasts noted at this instant (Network.broadcast): nothing due before now
         self._alarm, self._alarm_at = None, math.inf
         self._delivering = True  # sends go to the heap until the loop ends, and arm nothing
+        self._noted = None  # and broadcasts are sent at once
         if self._fresh:
             self._file()
         heap, run, cursor = self._heap, self._run, self._cursor
@@ -300,6 +304,7 @@ class DeliveryHeap:
                 counts.delivered += cursor - streak
                 self._count_stretch(run, start, cursor)
             self._delivering = False
+            self._note_broadcasts()
             if run[cursor] is _END:
                 self._run, self._cursor, self._run_kinds = [_END], 0, set()
             else:
@@ -438,6 +443,8 @@ class DeliveryHeap:
         kind runs and nobody reads its books, so settling later in one step is the same as settling at
         every due time; only the kind's counters in :attr:`metrics` lag until then.
         """
+        if self._noted:
+            self._send_noted()
         holding = self._holding
         head = holding.head
         now = self.env.now

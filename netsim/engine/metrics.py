@@ -33,11 +33,16 @@ or when the list grows long (:data:`Metrics.SUM_FROM`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
+
+
+def _nothing() -> None:
+    pass
+
 
 FATES = ("sent", "delivered", "dropped", "corrupted")
 
@@ -78,6 +83,9 @@ class Metrics:
         #: receivers of delivered messages not counted in received_by_node / received_bulk yet
         self.received_ids: list[int] = []
         self.links_by_node = [0] * self.num_nodes
+        #: called first by every read or mark of the sent counts and links: the network makes the broadcasts it
+        #: has only noted so far (``Network.broadcast``)
+        self.send_noted: Callable[[], None] = _nothing
         self._agent_agent = self._server_agent = 0  # links built, less those in _built
         self._built: list[int] = []  # ids of edges newly built in their slot, not yet summed
         #: edge id collections used at :attr:`pending_at`, not marked yet (see the module docstring)
@@ -185,6 +193,7 @@ class Metrics:
         self._count_edges(np.asarray(edges, dtype=np.int64), times=slots)
 
     def _mark_pending(self) -> None:
+        self.send_noted()
         if self.pending_sources:
             self._mark_sources()
         pending = self.pending_edges
@@ -375,4 +384,5 @@ class Metrics:
         return counts
 
     def total(self, fate: str) -> int:
+        self.send_noted()
         return sum(getattr(c, fate) for c in self.messages.values())

@@ -36,6 +36,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -64,6 +65,7 @@ from netsim.engine.metrics import Metrics
 __all__ = ["Adversary", "BatchHandler", "CHECKPOINT", "Corruptor", "DELIVERY", "FAULT", "Handler", "Message",
            "Multicast", "Network", "RecordHandler", "TICK"]
 
+_kind_and_size = operator.itemgetter(1, 3)  # of a noted broadcast (src, kind, payload, size)
 CHECKPOINT = URGENT - 2  # before everything else at the same instant
 FAULT = URGENT - 1       # crashes and restarts: after checkpoints, before deliveries
 TICK = NORMAL
@@ -81,7 +83,8 @@ class Network(DeliveryHeap, ChunkSends):
     __slots__ = ("_adversary_rng", "_agent_links", "_agent_neighbors", "_alarm", "_alarm_at", "_alone",
                  "_batch_handlers", "_corruptors", "_cursor", "_delay", "_delay_rng", "_delays", "_delivering",
                  "_early", "_edge_of", "_faults", "_fresh", "_fresh_kinds", "_handlers", "_heap", "_held", "_holding",
-                 "_in_flight", "_loss", "_neighbor_edges", "_neighbors", "_node_handlers", "_overrides", "_plain",
+                 "_in_flight", "_loss", "_neighbor_edges", "_neighbors", "_node_handlers", "_noted", "_overrides",
+                 "_plain",
                  "_record_handlers", "_run", "_run_kinds", "_sampled", "_sequence", "_server_delay", "_simple",
                  "_tracer", "_uniform_links", "adversary", "agent_dst", "agent_edge", "agent_ptr", "components",
                  "env", "graph", "metrics", "num_agents", "num_nodes", "rng", "servers")
@@ -147,6 +150,9 @@ class Network(DeliveryHeap, ChunkSends):
         self._holding = Holding(self)  # flights of deferred kinds (netsim.engine.held)
         self._early = False
         self._plain = self._simple  # no tracer, no faults, one delay law, no loss: the send fast path
+        self._noted: list[tuple] | None = None  # broadcasts noted, not sent yet (a list only on plain links)
+        self._note_broadcasts()
+        metrics.send_noted = self._send_noted
 
     def _build_adjacency(self) -> None:
         """Sorted neighbour lists, a CSR copy of them, and edge ids for link accounting."""
@@ -181,8 +187,10 @@ class Network(DeliveryHeap, ChunkSends):
 
     @tracer.setter
     def tracer(self, tracer: Callable[[str, Message], None] | None) -> None:
+        self._send_noted()
         self._tracer = tracer
         self._plain = self._simple and not tracer and self._faults is None
+        self._note_broadcasts()
         if tracer and self._holding.flights:  # from now on every message goes through the queue, in order
             self.settle()
             self._heap.extend(self._holding.drain())
@@ -200,10 +208,12 @@ class Network(DeliveryHeap, ChunkSends):
 
     @faults.setter
     def faults(self, faults: Any) -> None:
+        self._send_noted()
         self._faults = faults
         if faults is not None:
             faults.before_change = self._before_deliveries  # held flights meet a crash with the state before it
         self._plain = self._simple and not self._tracer and faults is None
+        self._note_broadcasts()
 
     @property
     def instant(self) -> bool:
@@ -306,6 +316,7 @@ class Network(DeliveryHeap, ChunkSends):
 
     def corruptible(self, kind: str, corruptor: Corruptor | Callable[..., tuple[Any, int]]) -> None:
         """Declare how messages of ``kind`` are corrupted by byzantine senders or links."""
+        self._send_noted()  # broadcasts made before are not corrupted
         self._corruptors[kind] = corruptor
 
     # ------------------------------------------------------------------ sending
@@ -343,6 +354,7 @@ class Network(DeliveryHeap, ChunkSends):
         """Send ``payloads[j]`` from ``srcs[j]`` to ``dst``, one message each: exactly :meth:`send` in a loop (the
         same counters, sequence numbers, draws and delivery order), with one pass for the common case of
         plain links with a constant delay (many agents answering one server within an instant)."""
+        self._send_noted()
         edges = [self._edge_of[s].get(dst) for s in srcs]
         if None in edges:
             src = srcs[edges.index(None)]
@@ -368,8 +380,39 @@ class Network(DeliveryHeap, ChunkSends):
                         for src, payload, sequence in zip(srcs, payloads, self._sequence)])
 
     def broadcast(self, src: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
-        """Send ``payload`` from ``src`` to every neighbour."""
-        self._send(src, self._neighbors[src], None, kind, payload, size)
+        """Send ``payload`` from ``src`` to every neighbour.
+
+        On plain links (one delay law, no loss, faults or tracer) outside the delivery loop the call is only
+        noted: the broadcasts noted at one instant are made together (:meth:`_send_noted`) before anything can
+        see them, exactly as the calls would have made them one by one.
+        """
+        noted = self._noted
+        if noted is None:
+            self._send(src, self._neighbors[src], None, kind, payload, size)
+            return
+        if not noted and self.env._now < self._alarm_at:
+            self._arm(self.env._now)  # the wake-up makes them before anything else can see them
+        noted.append((src, kind, payload, size))
+
+    def _note_broadcasts(self) -> None:
+        """Let :meth:`broadcast` note its calls when the links are plain and no delivery loop runs."""
+        self._noted = [] if self._plain and not self._delivering else None
+
+    def _send_noted(self) -> None:
+        """Make the broadcasts noted so far, in call order: one :meth:`broadcast_each` per run of calls of one kind
+        and size (the same messages, sequence numbers, delay draws, counters and links as the calls one by one).
+
+        Called before anything can see them: by the wake-up (armed at the instant of the first noted call, so
+        before time moves on), by every other send, :meth:`settle` (hence :attr:`in_flight`, :meth:`collect`
+        and the end of the trial), reads and marks of the sent counts and links in :attr:`metrics`, and before
+        the tracer, the faults or a corruptor change.
+        """
+        noted = self._noted
+        if noted:
+            self._noted = []
+            for (kind, size), calls in itertools.groupby(noted, _kind_and_size):
+                srcs, _, payloads, _ = zip(*calls, strict=True)
+                self.broadcast_each(srcs, kind, payloads, size=size)
 
     def broadcast_each(self, srcs: Sequence[int], kind: str, payloads: Sequence[Any], *, size: int = 1) -> None:
         """:meth:`broadcast` of ``payloads[j]`` from ``srcs[j]`` for every j, in that order (many senders at one
@@ -380,6 +423,7 @@ class Network(DeliveryHeap, ChunkSends):
         or corruptor) the entries of all senders are built in one pass (one per link with sampled delays,
         one multicast per sender with a constant delay); otherwise it is that loop.
         """
+        self._send_noted()
         if len(srcs) != len(payloads):
             raise ProtocolError(f"broadcast_each({kind!r}): {len(srcs)} senders but {len(payloads)} payloads; "
                                 "accepted: one payload per sender")
@@ -445,6 +489,8 @@ class Network(DeliveryHeap, ChunkSends):
         the neighbours of ``src`` (a broadcast: its sender is noted once, for the sent counts and the links).
         No comprehension here: one would make the locals it reads closure cells, created at every call.
         """
+        if self._noted:
+            self._send_noted()
         count = len(dsts)
         if count == 0:
             return
