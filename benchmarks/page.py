@@ -16,19 +16,19 @@ WHY: dict[str, str] = {
     "engine/heapq (exponential delays)":
         "the engine does per message what the heapq loop does (an entry, its ordering, a handler call with "
         "the message's fields) plus what the loop does not: a Message for the handler (a NamedTuple built "
-        "from a slice of the entry through tuple.__new__ and released: about 1,900 instructions in an "
-        "isolated model, 650 of them the slice, against some 450 for the loop's plain tuple; CPython has no "
-        "cheaper way to make an instance of a tuple subclass), the send path per broadcast (two Python "
-        "calls and about 140 bytecodes of counters, flag checks, delay slicing and queueing, then about 28 "
-        "per message to build its entry: some 1,450 instructions per message at degree 4 more than the "
-        "engine-many row, which pays them once per tick) and the receivers noted per stretch and counted "
-        "with numpy (about 270). A broadcast notes its sender once for the link accounting (li2022 Eq. 2) "
-        "and the sent counts; many senders at one instant are marked with numpy. Callgrind "
-        "(PYTHONHASHSEED=0, bytecode compiled beforehand, a 200-tick run less a 100-tick run, 80,000 "
-        "messages): about 8,390 instructions per message against 7,370 for the heapq loop (a ratio of "
-        "0.88); the engine allocates and frees more objects per message, so its CPU ratio is lower than "
-        "the count's; CPU times on this shared machine vary by tens of percent between rounds (the range "
-        "beside each ratio).",
+        "from a slice of the entry through tuple.__new__ and released: about 1,800 instructions in an "
+        "isolated model, against some 450 for the loop's plain tuple; CPython has no cheaper way to make an "
+        "instance of a tuple subclass: from zipped columns about 1,400, built at send time no cheaper "
+        "overall), the counters and link accounting, and the receivers noted per stretch and counted with "
+        "numpy. A broadcast on plain links outside the delivery loop is only noted (one Python call and one "
+        "4-tuple); the broadcasts of an instant are made together as broadcast_each calls before anything "
+        "can see them, so the engine row pays the send path once per tick as engine-many does, plus about "
+        "700 instructions per message for the noted calls (2,800 per call: the call with its keyword "
+        "default, the note, the grouping by kind and size). Callgrind (PYTHONHASHSEED=0, bytecode compiled "
+        "beforehand, a 200-tick run less a 100-tick run, 80,000 messages): about 7,630 instructions per "
+        "message against 7,390 for the heapq loop; the engine allocates and frees more objects per "
+        "message, so its CPU ratio is lower than the count's; CPU times on this shared machine vary by tens "
+        "of percent between rounds (the range beside each ratio).",
     "engine-many/heapq (exponential delays)":
         "engine-many is the engine row's network and traffic with each tick's 200 broadcasts sent as one "
         "Network.broadcast_each call (every agent a sender at one instant, as a synchronous round sends; the "
@@ -49,12 +49,13 @@ WHY: dict[str, str] = {
         "SimPy with a timeout and a callback per message pays an event, a heap push and pop and a SimPy "
         "step per message, but no Message object, no counters and no link accounting. By callgrind it "
         "runs about 17,270 instructions per message (2.34x the heapq loop), so 3x callbacks asks for about "
-        "5,760 instructions per message, below the heapq loop's 7,370, from an engine at about 8,390 (6,930 "
-        "with one broadcast_each call per tick, the engine-many row): it needs the per-broadcast send path "
-        "paid once per instant (as broadcast_each does), and the per-message entry and the slice gone (the "
-        "run kept as columns, Messages built in bulk at the wake-up). In CPU time the callbacks loop takes "
-        "about 3.2x the heapq loop (it allocates more objects per message), so the CPU ratio is higher than "
-        "the count's 2.06.",
+        "5,760 instructions per message from an engine at about 7,630 (noted broadcasts made together per "
+        "instant; 6,930 with one broadcast_each call per tick, the engine-many row): what is left is the "
+        "per-message entry, its slice and Message, the sort key and the noted calls; the next step is the "
+        "run kept as columns built from arrays at the send (no 10-field entry, Messages built in bulk at "
+        "the wake-up), a rewrite of the run, the heap merge and the general step not made yet. In CPU time "
+        "the callbacks loop takes about 3.2x the heapq loop (it allocates more objects per message), so the "
+        "CPU ratio is higher than the count's.",
     "realistic/paper CPU, dubey2020a-fig1a, M = 200, T = 1000, exponential delays mean 1":
         "paper mode computes the hops as sparse products per tick; realistic mode handles about 4,000 "
         "record copies per tick (a compiled loop over the copies, then the latest table's sums and the "
@@ -233,6 +234,18 @@ bundled scenarios (li2022 Fig. 10 ring and random, Fig. 11 case 1, li2022-realis
 dubey2020a Fig. 1(a) with delays and Fig. 1(c) private, dubey2020b-p2p, zhu2021 Fig. 2(a),
 peer-flooding-ucb, quickstart), one trial each, give byte-identical `trials.csv`, `agents.csv` and
 `timeseries.csv` before and after.
+
+**Issue 25, noted broadcasts.** On plain links a `broadcast` outside the delivery loop is only
+noted; the broadcasts of one instant are made together as `broadcast_each` calls (one per run of
+one kind and size, in call order: the same messages, sequence numbers, delay draws, counters and
+links) by the wake-up armed at that instant, or earlier by anything that could see them (another
+send, `settle`/`in_flight`, a read of the sent counts or links). Callgrind (as above): the engine
+row 8,390 -> 7,630 instructions per message (engine-many 6,930, heapq 7,390). Same seed, same
+tables: thirteen cases of bundled scenarios (quickstart, dubey2020a Fig. 1(a) and with delays,
+li2022-realistic with exponential, lognormal-with-loss and duplication-and-reordering delays,
+li2022 Fig. 10 lossy ring and GIS path, zhu2021 gossip and Fed-UCB trade-offs, the byzantine
+mp-UCB peer, rio2023 Fig. 1 central, dubey2020b-p2p), one trial each, give byte-identical
+`trials.csv`, `agents.csv` and `timeseries.csv` before and after.
 """
 
 

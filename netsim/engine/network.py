@@ -12,7 +12,9 @@ Delivery (see ``docs/engine.md``, "Delivery and ordering")
     :meth:`Network.broadcast_chunks` call (many senders, each its own rows of one array) is one
     entry too with constant delays, and one *flight* of arrays whatever the delays when its kind
     has a deferred reader (:mod:`netsim.engine.held`); a :meth:`Network.broadcast_each` call (many
-    senders, a payload each) builds every sender's entries in one pass. Single messages sent between two wake-ups are
+    senders, a payload each) builds every sender's entries in one pass, and on plain links the
+    :meth:`Network.broadcast` calls of one instant are noted and made together that way before anything
+    can see them (:meth:`Network._send_noted`). Single messages sent between two wake-ups are
     sorted into a *run* when the wake-up fires; multicasts and what handlers send wait on a heap
     (:mod:`netsim.engine.delivery`).
 
