@@ -457,8 +457,13 @@ class CentralizedFedUCB(Protocol):
     def _close_round(self) -> None:
         self.calls.cancel(self.server)
         r = self.open_round
+        latest = self.latest
         for agent, (incarnation, gram, vec) in self.uploads.items():
-            self._keep(agent, r, incarnation, gram, vec)
+            before = latest.get(agent)
+            if before is None or (before[1] == incarnation and before[0] < r):  # newer, same incarnation: held
+                latest[agent] = (r, incarnation, gram, vec)
+            else:
+                self._keep(agent, r, incarnation, gram, vec)
         shift = self.cal.shift * np.eye(self.d)
         # Alg. 1 line 18: the sum of every agent's latest release (this round's, in arrival order, first)
         grams = [g for _, g, _ in self.uploads.values()]
