@@ -260,12 +260,15 @@ class Timers:
 TRANSPORT_COUNTS = ("sent", "retransmitted", "acknowledged", "duplicates", "abandoned")
 
 
-class Fanout(NamedTuple):
-    """Messages of one payload object from one sender, in delivery order: ``dst[j]`` received ``payload``."""
+# functional syntax: real (not string) annotations, which the documentation tools resolve (as netsim.engine.messages)
+_FanoutFields = NamedTuple("_FanoutFields", [("payload", Any), ("src", int), ("dst", np.ndarray)])  # noqa: UP014
 
-    payload: Any
-    src: int
-    dst: np.ndarray
+
+class Fanout(_FanoutFields):
+    """Messages of one payload object from one sender, in delivery order: ``dst[j]`` received ``payload``.
+    Fields: ``payload, src, dst`` (an int64 array of receivers)."""
+
+    __slots__ = ()
 
 
 def fanouts(items: list[Multicast | Message]) -> list[Fanout]:
