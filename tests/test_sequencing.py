@@ -83,3 +83,28 @@ def test_forget_clears_one_receiver_only():
     window.forget(0)
     assert window.accept(0, 1, 7)
     assert not window.accept(2, 1, 7)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=6), st.integers(0, 3), st.integers(0, 80)),
+                max_size=60))
+def test_newest_each_is_newest_in_turn(sends):
+    """newest_each (one number to many receivers) against newest called receiver after receiver on a twin window,
+    a receiver possibly named twice; both windows then answer alike."""
+    each, plain = ReplayWindow(), ReplayWindow()
+    for receivers, sender, seq in sends:
+        assert each.newest_each(receivers, sender, seq) == [r for r in receivers if plain.newest(r, sender, seq)]
+    for receiver in range(6):
+        for sender in range(4):
+            assert [each.accept(receiver, sender, s) for s in range(0, 90, 7)] == \
+                [plain.accept(receiver, sender, s) for s in range(0, 90, 7)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 4), max_size=6), max_size=20), st.integers(0, 4))
+def test_next_each_is_next_in_turn(batches, lost):
+    each, plain = Sequencer(), Sequencer()
+    each.restart(lost)
+    plain.restart(lost)
+    for senders in batches:
+        assert each.next_each(senders) == [plain.next(s) for s in senders]

@@ -7,10 +7,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from netsim.comm.corruption import Lie, rewriting
 from netsim.comm.protocol import Protocol
-from netsim.comm.transport import RetransmitTimer, Transport
+from netsim.comm.transport import RetransmitTimer, Transport, fanouts
 from netsim.engine import params as P
 from netsim.engine import scenario as S
 from netsim.engine.distributions import Distribution
@@ -316,3 +318,100 @@ def test_can_lose_names_what_loses_messages():
     assert can_lose(scenario({"links": [{"u": 0, "v": 1, "loss": 0.5}]}))
     assert can_lose(scenario(faults={"link_down_rate": 0.1}))
     assert can_lose(scenario(faults={"crashes": [{"node": 1, "start": 2.0, "end": 3.0}]}))
+
+
+# ---------------------------------------------------------------------- fan-out delivery
+def _expand(groups):
+    return [(g.payload, g.src, d) for g in groups for d in g.dst.tolist()]
+
+
+def _fanout_record(src, dsts, payload, size=1):
+    """What the engine hands a record reader for a constant-delay send_many of one payload (netsim.engine.messages)."""
+    from netsim.engine.messages import _record
+
+    return _record((2.0, 0, "k", src, list(dsts), payload, 1.0, 2.0, size, len(dsts)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["message", "fanout", "rows"]), st.integers(0, 2), st.integers(0, 2),
+                          st.lists(st.integers(0, 5), min_size=2, max_size=4)), max_size=25))
+def test_fanouts_read_in_order_are_the_messages_in_order(items):
+    """fanouts against the plain reading of every message: same (payload object, src, dst) in the same order;
+    consecutive messages of one sender and one payload object are one group, nothing else is merged."""
+    from netsim.engine.messages import Message, Multicast
+
+    payloads = [("p", i) for i in range(3)]  # distinct objects, compared by identity below
+    delivered = []
+    for how, src, which, dsts in items:
+        payload = payloads[which]
+        if how == "message":
+            delivered.append(Message("k", src, dsts[0], payload, 1.0, 2.0))
+        elif how == "fanout":
+            delivered.append(_fanout_record(src, dsts, payload))
+        else:  # a record of rows: each message its own rows of one array
+            rows = np.arange(2.0 * len(dsts)).reshape(len(dsts), 2)
+            n = len(dsts)
+            delivered.append(Multicast("k", np.full(n, src), np.array(dsts), np.arange(n), np.arange(1, n + 1), rows,
+                                       1.0, 2.0))
+    plain = [(m.payload, m.src, m.dst) for item in delivered
+             for m in (item.messages() if isinstance(item, Multicast) else [item])]
+    groups = fanouts(delivered)
+    got = _expand(groups)
+    assert [(src, dst) for _, src, dst in got] == [(src, dst) for _, src, dst in plain]
+    for (mine, _, _), (theirs, _, _) in zip(got, plain, strict=True):
+        assert mine is theirs or (isinstance(mine, np.ndarray) and np.array_equal(mine, theirs))
+    sizes, last = [], None  # the groups by hand: a record of one payload is one, a Message joins a run of Messages
+    for how, src, which, dsts in items:
+        if how == "message" and last == (src, which):
+            sizes[-1] += 1
+        else:
+            sizes += [len(dsts)] if how == "fanout" else [1] * (len(dsts) if how == "rows" else 1)
+        last = (src, which) if how == "message" else None
+    assert [len(g.dst) for g in groups] == sizes
+
+
+class Caller(Protocol):
+    """Test protocol: every tick node 0 multicasts one payload to nodes 1-3, sends one to node 2, and nodes 1-3
+    each send their own to node 0, on two kinds at once: one read per message, one read as fan-out groups."""
+
+    name = "test-transport-fanout"
+    servers = None
+    fields = {"reliable": P.boolean(False, label="reliable")}
+
+    def start(self):
+        sim = self.sim
+        timer = RetransmitTimer(initial=3.0, minimum=0.5, maximum=50.0)
+        self.seen = {"plain": [], "fanout": []}
+        self.links = {how: Transport(sim, f"call-{how}", lambda items, how=how: self._heard(how, items), timer=timer,
+                                     reliable=self.params["reliable"], fanout=how == "fanout")
+                      for how in self.seen}
+        sim.every(1.0, self._tick)
+
+    def _tick(self, now):
+        for link in self.links.values():
+            link.send_many(0, [1, 2, 3], ("call", now))
+            link.send(0, 2, ("one", now))
+            link.send_each([1, 2, 3], 0, [("up", now, a) for a in (1, 2, 3)])
+
+    def _heard(self, how, items):
+        now = self.sim.now
+        if how == "plain":
+            self.seen[how] += [(now, m.src, m.dst, m.payload) for m in items]
+        else:
+            self.seen[how] += [(now, src, dst, payload) for payload, src, dst in _expand(items)]
+
+
+protocols._items.setdefault(Caller.name, Caller)
+
+
+@pytest.mark.parametrize(("reliable", "delay"), [(False, 0.0), (False, 1.0), (True, 1.0)])
+def test_fanout_transport_hands_over_the_messages_of_the_plain_one(reliable, delay):
+    """Constant delays (paper mode, where a multicast reaches a fan-out reader as one record): the fan-out kind
+    delivers exactly the messages of the per-message kind, at the same instants and in the same order."""
+    network = {"topology": "complete", "agents": 4, "delay": {"model": "constant", "value": delay}}
+    doc = scenario_dict(protocol={"name": Caller.name, "reliable": reliable}, network=network,
+                        run={"horizon": 6, "checkpoints": 2, "seed": 1})
+    sim = Simulation(S.from_dict(doc), trial_sequence(1, 0))
+    sim.run()
+    seen = sim.protocol.seen
+    assert len(seen["plain"]) == 7 * (6 - int(delay)) and seen["fanout"] == seen["plain"]

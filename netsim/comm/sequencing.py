@@ -41,6 +41,16 @@ class Sequencer:
         self._next[sender] = value + 1
         return value
 
+    def next_each(self, senders: list[int]) -> list[int]:
+        """:meth:`next` of each of ``senders`` in turn (a sender named twice gets two numbers)."""
+        numbers = self._next
+        out = []
+        for sender in senders:
+            value = numbers.get(sender, 0)
+            numbers[sender] = value + 1
+            out.append(value)
+        return out
+
     def restart(self, sender: int) -> None:
         """``sender`` lost its state: its next number starts the next incarnation."""
         value = self._next.get(sender, 0)
@@ -91,6 +101,24 @@ class ReplayWindow:
         self._mask[key] = ((self._mask[key] << shift) | 1) & _FULL if shift < WINDOW else 1
         self._high[key] = seq
         return True
+
+    def newest_each(self, receivers: list[int], sender: int, seq: int) -> list[int]:
+        """The ``receivers`` for which :meth:`newest` of ``seq`` from ``sender`` is true, called for each in turn
+        (one message to many receivers, e.g. the destinations of a multicast)."""
+        highs, masks, fresh = self._high, self._mask, []
+        for receiver in receivers:
+            key = (receiver, sender)
+            high = highs.get(key)
+            if high is None:
+                highs[key], masks[key] = seq, 1
+            elif seq > high:
+                shift = seq - high
+                masks[key] = ((masks[key] << shift) | 1) & _FULL if shift < WINDOW else 1
+                highs[key] = seq
+            else:
+                continue
+            fresh.append(receiver)
+        return fresh
 
     def forget(self, receiver: int) -> None:
         """``receiver`` lost its state (crash with ``state = "lost"``): it remembers no sender."""

@@ -66,9 +66,11 @@ about bandits.
       paper's algorithm sends, and the owner's code is the same in both.
 
     The wire payload is ``(seq, low, payload)``; the owner's handler receives :class:`Message` objects
-    whose ``payload`` is the owner's own. A byzantine sender or a corrupting link rewrites the
-    owner's payload through the corruptor given to :meth:`Transport.corruptible` (acknowledgements
-    carry no statistics and are never corrupted).
+    whose ``payload`` is the owner's own, or, with ``fanout=True``, :class:`Fanout` groups: one payload
+    from one sender to an array of receivers (on plain datagrams a multicast of one payload reaches the
+    owner as one group through ``network.subscribe_records``, without a Message per receiver). A
+    byzantine sender or a corrupting link rewrites the owner's payload through the corruptor given to
+    :meth:`Transport.corruptible` (acknowledgements carry no statistics and are never corrupted).
 
 Timers cost no SimPy process: :class:`Timers` keeps a heap of deadlines and one engine callback
 (``sim.call_at``) armed for the earliest.
@@ -95,14 +97,14 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from netsim.engine import faults as F
 from netsim.engine import params as P
 from netsim.engine.errors import InputError, ProtocolError
-from netsim.engine.messages import Corruptor, Message
+from netsim.engine.messages import Corruptor, Message, Multicast
 
 ALPHA = 1.0 / 8.0   # RFC 6298 (2.3)
 BETA = 1.0 / 4.0
@@ -258,6 +260,53 @@ class Timers:
 TRANSPORT_COUNTS = ("sent", "retransmitted", "acknowledged", "duplicates", "abandoned")
 
 
+# functional syntax: real (not string) annotations, which the documentation tools resolve (as netsim.engine.messages)
+_FanoutFields = NamedTuple("_FanoutFields", [("payload", Any), ("src", int), ("dst", np.ndarray)])  # noqa: UP014
+
+
+class Fanout(_FanoutFields):
+    """Messages of one payload object from one sender, in delivery order: ``dst[j]`` received ``payload``.
+    Fields: ``payload, src, dst`` (an int64 array of receivers)."""
+
+    __slots__ = ()
+
+
+def fanouts(items: list[Multicast | Message]) -> list[Fanout]:
+    """Delivered messages as :class:`Fanout` groups, in delivery order.
+
+    ``items`` are what a record reader gets (``network.subscribe_records``: one :class:`Multicast` per
+    multicast, single :class:`Message` objects) or Messages alone. A multicast of one payload object is one
+    group; a record of array rows (each message its own rows) gives a group per message; consecutive
+    Messages of one sender with the very same payload object are merged into one group. Reading the
+    groups in order, receiver after receiver, is reading the messages in order.
+    """
+    groups: list[Fanout] = []
+    payload: Any = None
+    src, dsts = -1, []
+    for item in items:
+        if isinstance(item, Multicast):
+            if isinstance(item.payload, np.ndarray):  # rows: a payload per message
+                messages = item.messages()
+            else:  # one payload object to every receiver (a constant-delay send_many or broadcast)
+                if dsts:
+                    groups.append(Fanout(payload, src, np.array(dsts, dtype=np.int64)))
+                    dsts = []
+                groups.append(Fanout(item.payload, int(item.src[0]), item.dst))
+                continue
+        else:
+            messages = (item,)
+        for message in messages:
+            if dsts and (message.payload is not payload or message.src != src):
+                groups.append(Fanout(payload, src, np.array(dsts, dtype=np.int64)))
+                dsts = []
+            if not dsts:
+                payload, src = message.payload, message.src
+            dsts.append(message.dst)
+    if dsts:
+        groups.append(Fanout(payload, src, np.array(dsts, dtype=np.int64)))
+    return groups
+
+
 class _Pending:
     """One unacknowledged message: what to send again and when it was first sent."""
 
@@ -297,13 +346,16 @@ class Transport:
     on_duplicate:
         ``on_duplicate(message)`` for every copy not handed over (its number already was), payload as
         the owner sent it.
+    fanout:
+        ``True``: ``handler(groups)`` receives the new messages as :class:`Fanout` groups (:func:`fanouts`)
+        instead of Messages; for owners that multicast one payload (a call, a sync) and read it per group.
     """
 
     def __init__(self, sim: Any, kind: str, handler: Callable[[list[Message]], None], *,
                  timer: RetransmitTimer | None, attempts: int | None = None,
                  on_give_up: Callable[[int, int, Any], None] | None = None, up: np.ndarray | None = None,
                  acknowledge: bool = True, reliable: bool = True,
-                 on_duplicate: Callable[[Message], None] | None = None):
+                 on_duplicate: Callable[[Message], None] | None = None, fanout: bool = False):
         if attempts is not None and attempts < 1:
             raise ValueError(f"attempts = {attempts!r}; accepted: an integer >= 1 or None")
         if reliable and timer is None:
@@ -311,6 +363,7 @@ class Transport:
         self.sim, self.network = sim, sim.network
         self.kind, self.ack_kind = kind, f"{kind}-ack"
         self.handler, self.timer = handler, timer
+        self.fanout = fanout
         self.attempts, self.on_give_up, self.up = attempts, on_give_up, up
         self.acknowledge, self.reliable, self.on_duplicate = acknowledge, reliable, on_duplicate
         self.counts = dict.fromkeys(TRANSPORT_COUNTS, 0)
@@ -321,7 +374,10 @@ class Transport:
         self._above: dict[tuple[int, int], set[int]] = {}              # numbers seen at or above the floor
         self._timers = Timers(sim, self._expired)                      # one timer per pair
         if not reliable:
-            self.network.subscribe_batch(kind, handler)
+            if fanout:
+                self.network.subscribe_records(kind, lambda items: self.handler(fanouts(items)))
+            else:
+                self.network.subscribe_batch(kind, handler)
             return
         self.network.subscribe_batch(kind, self._on_data)
         if acknowledge:
@@ -500,7 +556,7 @@ class Transport:
             for (node, src), seqs in acks.items():
                 self.network.send(node, src, self.ack_kind, tuple(seqs))
         if fresh:
-            self.handler(fresh)
+            self.handler(fanouts(fresh) if self.fanout else fresh)
 
     def _first(self, node: int, src: int, seq: int, low: int) -> bool:
         """True the first time number ``seq`` of the pair src -> node arrives (and remember it).

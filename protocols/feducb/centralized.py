@@ -110,6 +110,7 @@ import numpy as np
 
 from netsim.comm import (
     INCARNATION,
+    Fanout,
     Lie,
     Protocol,
     ProtocolError,
@@ -252,9 +253,9 @@ class CentralizedFedUCB(Protocol):
 
         self.request_link = transport("feducb-request", self._on_request)
         self.calls = transport("feducb-call", self._on_call, acknowledge=False, attempts=self.params["give_up"],
-                               on_give_up=self._gave_up)
+                               on_give_up=self._gave_up, fanout=True)
         self.upload_link = transport("feducb-upload", self._on_upload)
-        self.syncs = transport("feducb-sync", self._on_sync)
+        self.syncs = transport("feducb-sync", self._on_sync, fanout=True)
         self.links = (self.request_link, self.calls, self.upload_link, self.syncs)
         if sim.network.adversary is not None:
             self.upload_link.corruptible(rewriting(lie_upload))
@@ -327,7 +328,8 @@ class CentralizedFedUCB(Protocol):
     def _request_rounds(self, agents: list[int]) -> None:
         """:meth:`_request` of a round by each of ``agents`` (in this order), sent as one batch."""
         self.pending[agents] = True
-        payloads = [(self.request_numbers.next(agent), int(self.synced[agent]), True) for agent in agents]
+        numbers = self.request_numbers.next_each(agents)
+        payloads = list(zip(numbers, self.synced[agents].tolist(), [True] * len(agents), strict=True))
         self.request_link.send_each(agents, self.server, payloads)
 
     def _request(self, agent: int, *, want: bool) -> None:
@@ -337,15 +339,18 @@ class CentralizedFedUCB(Protocol):
         payload = (self.request_numbers.next(agent), int(self.synced[agent]), want)
         self.request_link.send(agent, self.server, payload)
 
-    def _on_call(self, messages: list) -> None:
-        fresh = [m for m in messages if self.calls_seen.newest(m.dst, self.server, m.payload)]
-        if not fresh:
+    def _on_call(self, calls: list[Fanout]) -> None:
+        agents, rounds = [], []
+        for r, _, dsts in calls:  # a copy of a call, or an older round's, is not answered
+            fresh = self.calls_seen.newest_each(dsts.tolist(), self.server, r)
+            agents += fresh
+            rounds += [r] * len(fresh)
+        if not agents:
             return
-        agents = np.array([m.dst for m in fresh], dtype=np.int64)
         self.pending[agents] = True
-        gram, vec = self.privatizer.split(self.privatizer_release(agents))
-        payloads = list(zip([m.payload for m in fresh], self.incarnation[agents].tolist(), gram, vec, strict=True))
-        self.upload_link.send_each(agents.tolist(), self.server, payloads, size=(self.d + 1) ** 2)
+        gram, vec = self.privatizer.split(self.privatizer_release(np.array(agents, dtype=np.int64)))
+        payloads = list(zip(rounds, self.incarnation[agents].tolist(), gram, vec, strict=True))
+        self.upload_link.send_each(agents, self.server, payloads, size=(self.d + 1) ** 2)
 
     def privatizer_release(self, agents: np.ndarray) -> np.ndarray:
         """Alg. 1 line 16: privatise Q of ``agents`` (all agents release together in Alg. 1)."""
@@ -360,19 +365,14 @@ class CentralizedFedUCB(Protocol):
             out[j] = self.reborn[int(agents[j])].release(statistic[j: j + 1])[0]
         return out
 
-    def _on_sync(self, messages: list) -> None:
-        groups: dict[int, tuple[tuple, list[int]]] = {}  # the receivers of each sync payload, in arrival order
-        for m in messages:  # a copy, or a sync older than the last applied, is ignored
-            if self.syncs_seen.newest(m.dst, self.server, m.payload[0]):
-                group = groups.get(id(m.payload))
-                if group is None:
-                    groups[id(m.payload)] = (m.payload, [m.dst])
-                else:
-                    group[1].append(m.dst)
+    def _on_sync(self, syncs: list[Fanout]) -> None:
         everyone = self.everyone.tolist()
-        for (r, S, s), dsts in groups.values():
+        for (r, S, s), _, dsts in syncs:  # a copy, or a sync older than the last applied, is ignored
+            fresh = self.syncs_seen.newest_each(dsts.tolist(), self.server, r)
+            if not fresh:
+                continue
             # every agent in order (a round's sync): views of the learners' rows, not gathered copies
-            agents = slice(None) if dsts == everyone else np.array(dsts, dtype=np.int64)
+            agents = slice(None) if fresh == everyone else np.array(fresh, dtype=np.int64)
             self.state.synchronise(agents, S, s)
             self.synced[agents] = r
             self.pending[agents] = False
@@ -397,10 +397,11 @@ class CentralizedFedUCB(Protocol):
     # -- controller -----------------------------------------------------------
     def _on_request(self, messages: list) -> None:
         want_round = False
+        self.suspected[[m.src for m in messages]] = False  # heard from
+        accept = self.requests_seen.accept
         for m in messages:
             number, synced, want = m.payload
-            self.suspected[m.src] = False
-            if not self.requests_seen.accept(self.server, m.src, number):
+            if not accept(self.server, m.src, number):
                 continue  # a copy
             if synced < self.completed and self.last_sync is not None:
                 self._send_sync(m.src, self.last_sync)
@@ -418,13 +419,16 @@ class CentralizedFedUCB(Protocol):
         self.call_numbers = dict(zip(agents, self.calls.send_many(self.server, agents, r), strict=True))
 
     def _on_upload(self, messages: list) -> None:
+        self.suspected[[m.src for m in messages]] = False  # heard from
+        reliable, uploads = self.calls.reliable, self.uploads
         for m in messages:
             r, incarnation, gram, vec = m.payload
             agent = m.src
-            self.suspected[agent] = False
             if self.round_open and r == self.open_round:
-                self.calls.answered(self.server, agent, self.call_numbers[agent])
-                self.uploads.setdefault(agent, (incarnation, gram, vec))  # one per agent and round
+                if reliable:  # the upload answers the call
+                    self.calls.answered(self.server, agent, self.call_numbers[agent])
+                if agent not in uploads:  # one per agent and round
+                    uploads[agent] = (incarnation, gram, vec)
             else:  # late: its round closed without it; still the agent's newest data if newer than held
                 self._keep(agent, r, incarnation, gram, vec)
         self._close_if_complete()
@@ -453,8 +457,13 @@ class CentralizedFedUCB(Protocol):
     def _close_round(self) -> None:
         self.calls.cancel(self.server)
         r = self.open_round
+        latest = self.latest
         for agent, (incarnation, gram, vec) in self.uploads.items():
-            self._keep(agent, r, incarnation, gram, vec)
+            before = latest.get(agent)
+            if before is None or (before[1] == incarnation and before[0] < r):  # newer, same incarnation: held
+                latest[agent] = (r, incarnation, gram, vec)
+            else:
+                self._keep(agent, r, incarnation, gram, vec)
         shift = self.cal.shift * np.eye(self.d)
         # Alg. 1 line 18: the sum of every agent's latest release (this round's, in arrival order, first)
         grams = [g for _, g, _ in self.uploads.values()]
