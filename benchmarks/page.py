@@ -379,13 +379,14 @@ def peers_section(bench: dict) -> list[str]:
 
 def realistic_section(bench: dict) -> list[str]:
     out = bench["realistic"]
-    lines = ["| case | paper mode CPU s | realistic CPU s | realistic / paper | target | engine messages "
-             "(realistic) | engine's share of the realistic trial |", "|---|---|---|---|---|---|---|"]
+    lines = ["| case | paper mode CPU s | realistic CPU s | realistic / paper (pairs' range) | target | "
+             "engine messages (realistic) | engine's share of the realistic trial |", "|---|---|---|---|---|---|---|"]
     for label, c in out["cases"].items():
         paper = ", ".join(f"{v:.3g}" for v in c["paper_cpu_s"])
         real = ", ".join(f"{v:.3g}" for v in c["realistic_cpu_s"])
         target = f"<= {c['target']:g}x" if c["target"] else "(none)"
-        lines.append(f"| {label} | {paper} | {real} | **{c['ratio']:g}x** | {target} | "
+        lo, hi = c["ratio_range"]
+        lines.append(f"| {label} | {paper} | {real} | **{c['ratio']:g}x** ({lo:g}-{hi:g}) | {target} | "
                      f"{c['messages_realistic']:,} | {c['engine_share_realistic']:.0%} |")
     big = out["big"]
     lines += ["", f"`{big['scenario']}` {' '.join(big['overrides'])} (whole `netsim run` process):", "",
@@ -438,8 +439,9 @@ def render(results: dict) -> str:
         "Method: each case runs once as a warm-up under `tracemalloc` (giving its peak Python + numpy heap, "
         "column *peak heap*), then `repeats` times timed; the tables give median (min-max). Rates are per "
         "**CPU second** of the process (`time.process_time`; BLAS pinned to one thread), which is far "
-        "steadier than wall time on this shared machine; wall medians are listed too. Ratios are ratios "
-        "of median rates.",
+        "steadier than wall time on this shared machine; wall medians are listed too. Cases compared by a ratio run "
+        "interleaved, one run of each per round in an order rotated per round, and a ratio is the median "
+        "of the per-round ratios (paired runs under the same load; its rounds' range in brackets).",
         "",
         "## Summary",
         "",

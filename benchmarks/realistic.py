@@ -2,14 +2,15 @@
 
 Each case runs one trial of a bundled scenario twice, alternately, in this process: as bundled
 (paper mode: unit hops, or the scenario's constant delays) and with sampled per-hop delays (the
-overrides listed), same seed, same trial; the figure is the ratio of their CPU seconds (median
-over the repeats). A profile of one realistic trial (cProfile) gives the share of its time spent
-in the engine's delivery modules (``netsim/engine/network.py``, ``delivery.py``, ``held.py``,
-``messages.py``, ``metrics.py``), the part of the cost that is the engine's rather than the
-protocol's. The 10,000-agent case runs as whole ``netsim run`` processes (child processes: their
-own CPU seconds and peak memory): paper mode, realistic mode with numba's cache of the compiled
-flooding loops in place (written by the cases above), and realistic mode with an empty cache
-(``NUMBA_CACHE_DIR`` a fresh folder: the compile counted, as a first run after install pays it).
+overrides listed), same seed, same trial; the figure is the median over the repeats of the ratio of
+their CPU seconds within a repeat (each pair ran under the same load). A profile of one realistic
+trial (cProfile) gives the share of its time spent in the engine's delivery modules
+(``netsim/engine/network.py``, ``delivery.py``, ``held.py``, ``messages.py``, ``metrics.py``), the
+part of the cost that is the engine's rather than the protocol's. The 10,000-agent case runs as
+whole ``netsim run`` processes (child processes: their own CPU seconds and peak memory): paper mode,
+realistic mode with numba's cache of the compiled flooding loops in place (written by the cases
+above), and realistic mode with an empty cache (``NUMBA_CACHE_DIR`` a fresh folder: the compile
+counted, as a first run after install pays it).
 
 Run: ``python -m benchmarks.realistic [--quick]`` (prints JSON)
 """
@@ -70,7 +71,7 @@ def engine_share(name: str, overrides: list[str]) -> float:
     return round(engine / total, 3) if total else 0.0
 
 
-def measure(quick: bool = False, repeats: int = 3) -> dict:
+def measure(quick: bool = False, repeats: int = 5) -> dict:
     cases = {}
     for label, (name, both, realistic, target) in CASES.items():
         both = both + (QUICK if quick else [])
@@ -80,9 +81,10 @@ def measure(quick: bool = False, repeats: int = 3) -> dict:
             paper.append(cpu)
             cpu, real_row = trial_cpu(name, both + realistic)
             real.append(cpu)
-        p, r = statistics.median(paper), statistics.median(real)
+        pairs = [r / p for p, r in zip(paper, real, strict=True)]
         cases[label] = {"scenario": name, "overrides": both, "realistic": realistic, "paper_cpu_s": paper,
-                        "realistic_cpu_s": real, "ratio": round(r / p, 2), "target": target,
+                        "realistic_cpu_s": real, "ratio": round(statistics.median(pairs), 2),
+                        "ratio_range": [round(min(pairs), 2), round(max(pairs), 2)], "target": target,
                         "messages_paper": paper_row["messages_sent"], "messages_realistic": real_row["messages_sent"],
                         "engine_share_realistic": engine_share(name, both + realistic)}
     big = {}

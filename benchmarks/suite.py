@@ -27,7 +27,7 @@ from benchmarks import realistic as realistic_bench
 from benchmarks import rio2023 as rio_bench
 from benchmarks import scale as scale_bench
 from benchmarks import zhu2021 as zhu_bench
-from benchmarks.harness import loglog_slope, maxrss_mib, ratio, run_case, summary
+from benchmarks.harness import loglog_slope, maxrss_mib, paired_ratio, run_case, run_cases, summary
 from netsim.engine.distributions import Distribution
 from netsim.engine.sim import run_trial
 from netsim.engine.streams import trial_sequence
@@ -45,6 +45,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "local": {"agents": 200, "horizon": 100},
         "feducb": {"horizon": 1000},
         "bai": {"agents": 1024, "reference_rounds": 10000},
+        "bai_repeats": 7,
         "scaling": {"agents": [50, 100, 200, 400, 800], "horizons": [1000, 10000, 100000]},
     },
     "quick": {
@@ -55,6 +56,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "local": {"agents": 20, "horizon": 5, "extra": ["network.p=0.5"]},
         "feducb": {"horizon": 20},
         "bai": {"agents": 64, "reference_rounds": 200},
+        "bai_repeats": 1,
         "scaling": {"agents": [10, 20], "horizons": [100, 200]},
     },
 }
@@ -126,10 +128,11 @@ def engine(quick: bool) -> dict:
 def realistic(quick: bool) -> dict:
     """Realistic mode (sampled delays) against paper mode of the same trial, same run (benchmarks/realistic.py)."""
     out = realistic_bench.measure(quick)
-    ratios, targets = {}, {}
+    ratios, ranges, targets = {}, {}, {}
     for label, case in out["cases"].items():
         key = f"realistic/paper CPU, {label}"
         ratios[key] = case["ratio"]
+        ranges[key] = case["ratio_range"]
         if case["target"]:
             targets[key] = ["<=", case["target"]]
     limits = {}
@@ -140,11 +143,12 @@ def realistic(quick: bool) -> dict:
     return {
         "title": "Realistic mode against paper mode of the same trial",
         "workload": "one trial of each scenario as bundled (paper mode) and with sampled per-hop delays, same seed, "
-                    "alternately in one process (CPU s, median of the repeats); the engine's share is from a "
-                    "cProfile of one realistic trial; M = 10,000: two whole netsim run processes",
+                    "alternately in one process (CPU s; a ratio is the median of the per-pair ratios); the engine's "
+                    "share is from a cProfile of one realistic trial; M = 10,000: two whole netsim run processes",
         "unit": "CPU s",
         "realistic": out,
         "ratios": ratios,
+        "ratio_ranges": ranges,
         "targets": targets,
         "limits": limits,
     }
@@ -237,21 +241,26 @@ def gossip(quick: bool) -> dict:
         "fed-ucb eps = 1 (engine)": lambda: zhu_bench.engine_rate("zhu2021-fig2b-eps1", ticks, []),
         "plain numpy, eps = 1": lambda: zhu_bench.plain_loop(10, 10, ticks, 1.0),
     }
-    cases = {}
-    for name, fn in runs.items():
-        def case(fn=fn):
+
+    def case(fn):
+        def run():
             out = fn()
             return {"work": out["agents"] * out["ticks"], "mean_agent_regret": out["mean_agent_regret"]}
-        cases[name] = run_case(case, repeats=size["repeats"])
-    g = ratio(cases["plain numpy, eps = inf"], cases["gossip-ucb (engine)"])
-    f = ratio(cases["plain numpy, eps = 1"], cases["fed-ucb eps = 1 (engine)"])
+        return run
+
+    cases = run_cases({name: case(fn) for name, fn in runs.items()}, repeats=size["repeats"])
+    pairs = {"plain/engine, Gossip_UCB": ("plain numpy, eps = inf", "gossip-ucb (engine)"),
+             "plain/engine, Fed_UCB eps = 1": ("plain numpy, eps = 1", "fed-ucb eps = 1 (engine)")}
+    paired = {key: paired_ratio(cases[a], cases[b]) for key, (a, b) in pairs.items()}
     return {
         "title": "Gossip_UCB / Fed_UCB per-tick agent-steps vs a plain vectorised numpy loop",
         "workload": f"zhu2021 Fig. 2(b) setting: 10 agents on a path, 10 heterogeneous Gaussian arms, {ticks} ticks "
-                    "(paper mode); unit: agent-steps",
+                    "(paper mode); unit: agent-steps. The four cases run interleaved, one run of each per round; a "
+                    "ratio is the median of the per-round ratios, its rounds' range in brackets",
         "unit": "agent-steps",
         "cases": cases,
-        "ratios": {"plain/engine, Gossip_UCB": g, "plain/engine, Fed_UCB eps = 1": f},
+        "ratios": {key: p["median"] for key, p in paired.items()},
+        "ratio_ranges": {key: [p["min"], p["max"]] for key, p in paired.items()},
         "targets": {"plain/engine, Gossip_UCB": ["<=", 3.0]},
     }
 
@@ -310,7 +319,7 @@ def bai(quick: bool) -> dict:
     b = size["bai"]
     n = [f"network.agents={b['agents']}"]
     reference = n + ['protocol.simulation="rounds"', f"run.horizon={b['reference_rounds'] + 0.5}"]
-    cases, ratios = {}, {}
+    cases, ratios, ranges = {}, {}, {}
     for label, name in (("DP-MASE", "rio2023-fig1-left-eps0.1"),
                         ("CORRUPTED ELIMINATION", "rio2023-fig1-right-xi0.05")):
         trial = iter(range(10**6))
@@ -323,18 +332,22 @@ def bai(quick: bool) -> dict:
             row, _, _ = rio_bench._timed(name, reference, 0)
             return {"work": row["rounds_simulated"]}
 
-        cases[f"{label}: exact-law events"] = run_case(events, repeats=size["repeats"])
-        cases[f"{label}: round by round"] = run_case(rounds, repeats=size["repeats"])
-        ratios[f"events/rounds, {label}"] = ratio(cases[f"{label}: exact-law events"],
-                                                  cases[f"{label}: round by round"])
+        fast, slow = f"{label}: exact-law events", f"{label}: round by round"
+        cases.update(run_cases({fast: events, slow: rounds}, repeats=size["bai_repeats"]))
+        paired = paired_ratio(cases[fast], cases[slow])
+        ratios[f"events/rounds, {label}"] = paired["median"]
+        ranges[f"events/rounds, {label}"] = [paired["min"], paired["max"]]
     return {
         "title": "BAI rounds simulated per second: exact-law epochs vs round by round",
         "workload": f"rio2023 Problem 1 (K = 10), N = {b['agents']}: full event-mode runs to |K| = 1 (a new seed each "
                     f"repeat) against the same scenario simulated round by round, stopped after "
-                    f"{b['reference_rounds']} rounds; unit: rounds simulated",
+                    f"{b['reference_rounds']} rounds; unit: rounds simulated. The two run interleaved, one run of each "
+                    "per round; a ratio is the median of the per-round ratios of rounds per CPU second, its rounds' "
+                    "range in brackets",
         "unit": "rounds",
         "cases": cases,
         "ratios": ratios,
+        "ratio_ranges": ranges,
         "targets": {"events/rounds, DP-MASE": [">=", 100.0], "events/rounds, CORRUPTED ELIMINATION": [">=", 100.0]},
     }
 
