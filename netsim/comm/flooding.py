@@ -233,6 +233,10 @@ class Flooding(Receiving):
         self._where = np.full(m, -1, dtype=np.int64)       # scratch of the compiled loop: a receiver's pair by origin
         self._buffer = self._none = np.zeros(0, dtype=np.int64)  # scratch of the batches (Receiving._scratch)
         self._rows = np.zeros(0, dtype=self.dtype)                # the joined rows of a batch (Receiving._joined)
+        self._count = np.zeros(m + 1, dtype=np.int64)      # scratch of the compiled loop: messages per receiver
+        words, floats = np.zeros((0, 0), dtype=np.uint64), np.zeros((0, 0))
+        self._no_latest = (words, words, floats, floats, False, np.zeros((0, 2), dtype=np.int64), floats, self._none,
+                           floats)  # Receiving._latest_args where receive() leaves the latest table alone
         if self.keep_latest:
             self._latest_state(pairs)
 
