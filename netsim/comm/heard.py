@@ -71,6 +71,8 @@ def _messages(items: list, space: Any, whole: bool | None = None) -> tuple[np.nd
     """
     index: dict[int, int] = {}  # payload -> its place in chunks
     chunks: list[np.ndarray] = []
+    offsets: list[int] = []     # each payload's first row in the whole payloads side by side
+    rows = 0
     dsts, starts, stops, dues, which, counts = [], [], [], [], [], []
     single: list[list] = [[], [], [], []]  # a run of single Messages: dst, start, stop, due
 
@@ -86,6 +88,8 @@ def _messages(items: list, space: Any, whole: bool | None = None) -> tuple[np.nd
         if at is None:
             at = index[id(payload)] = len(chunks)
             chunks.append(payload)
+            offsets.append(rows)
+            rows += len(payload)
         if hasattr(item, "start"):
             close()
             dsts.append(item.dst)
@@ -93,29 +97,28 @@ def _messages(items: list, space: Any, whole: bool | None = None) -> tuple[np.nd
             stops.append(item.stop)
             due = item.due_at
             dues.append(due if isinstance(due, np.ndarray) else np.full(len(item.dst), due))
-            which.append(at)
             counts.append(len(item.dst))
         else:
             for values, value in zip(single, (item.dst, 0, len(payload), item.due_at), strict=True):
                 values.append(value)
-            which.append(at)
             counts.append(1)
+        which.append(at)
     close()
     start, stop = (np.concatenate(x).astype(np.int64, copy=False) for x in (starts, stops))
     dst = np.concatenate(dsts).astype(np.int64, copy=False)
     due = np.concatenate(dues).astype(float, copy=False)
-    chunk = np.repeat(which, counts)
+    size = stop - start
     dtype = chunks[0].dtype
-    lengths = [len(c) for c in chunks]
-    bound = sum(lengths)  # at most every row of every payload (pages never written are never touched)
+    bound = rows  # at most every row of every payload (pages never written are never touched)
     if whole is None:
-        whole = bound <= int((stop - start).sum())
+        whole = bound <= int(size.sum())
     base = space(bound, dtype)
     if whole:
         raw = np.dtype((np.void, dtype.itemsize))
         np.concatenate([c.view(raw) for c in chunks], out=base.view(raw))
-        first = start + np.cumsum([0] + lengths[:-1])[chunk]
-        return dst, first, first + (stop - start), due, base, base["origin"], base["seq"], base["life"]
+        first = start + np.repeat([offsets[at] for at in which], counts)
+        return dst, first, first + size, due, base, base["origin"], base["seq"], base["life"]
+    chunk = np.repeat(which, counts)
     unit = np.dtype(np.uint64 if dtype.itemsize % 8 == 0 else np.uint8)  # rows copied as 8-byte words where they can
     width = dtype.itemsize // unit.itemsize
     first = np.empty(len(start), dtype=np.int64)
@@ -132,7 +135,7 @@ def _messages(items: list, space: Any, whole: bool | None = None) -> tuple[np.nd
                                  rows, base.view(unit).reshape(bound, width), placed)
         first[messages] = placed
     base = base[:rows]
-    return dst, first, first + (stop - start), due, base, base["origin"], base["seq"], base["life"]
+    return dst, first, first + size, due, base, base["origin"], base["seq"], base["life"]
 
 
 def _kernels():
@@ -221,12 +224,11 @@ class Receiving:
         (:func:`netsim.comm.kernels.replace`'s after ``dst, pair, row``): where the table is kept, nobody is told
         of its changes (``on_latest``) and rows are copied as 8-byte words; else empty ones (left to
         :meth:`_update_latest`)."""
-        if not self.keep_latest or self.on_latest is not None or self.dtype.itemsize % 8 or base.ctypes.data % 8:
+        if self._words is None:
             return self._no_latest
-        words = self.dtype.itemsize // 8
-        return (base.view(np.uint64).reshape(len(base), words), self._table.view(np.uint64).reshape(-1, words),
-                self._floats(base), self._values, not self._direct, self._term_spec, self._no_diffs, self._receivers,
-                self._summed)
+        rows = base.view(np.uint64).reshape(len(base), -1)  # base: a view of Receiving._joined's array (aligned)
+        return (rows, self._words, rows.view(np.float64) if self._direct else self._floats(base), self._values,
+                not self._direct, self._term_spec, self._no_diffs, self._receivers, self._summed)
 
     def _joined(self, rows: int, dtype: np.dtype) -> np.ndarray:
         """Room for ``rows`` joined record rows: a view of an array kept between batches (a fresh one each batch
@@ -279,6 +281,9 @@ class Receiving:
         self._term_spec = spec
         self._summed = np.empty((len(self._receivers) if width else 0, width))  # the sums receive() takes afresh
         self._no_diffs = np.empty((width, 0))
+        # the table as 8-byte words, where receive() can apply its changes itself (Receiving._latest_args)
+        words = self.dtype.itemsize % 8 == 0 and self.on_latest is None
+        self._words = self._table.view(np.uint64).reshape(pairs, -1) if words else None
 
     def _update_latest(self, dst: np.ndarray, pair: np.ndarray, rows: np.ndarray, base: np.ndarray) -> None:
         """Put the newest fresh record of each pair in the latest table (``base[rows]``), where newer.
@@ -332,10 +337,16 @@ class Receiving:
 
     def _add_sums(self, receivers: np.ndarray, summed: np.ndarray, add: bool = False) -> None:
         """Set (with ``add``: increase) the sums of ``receivers`` to the columns of ``summed`` (terms x receivers)."""
+        every = len(receivers) == self.num_agents  # increasing distinct agents: all of them
         for name, columns in self._sum_columns.items():
             total = self.sums[name]
             part = summed[columns].T.reshape((len(receivers),) + total.shape[1:])
-            if add:
+            if every:
+                if add:
+                    total += part
+                else:
+                    total[...] = part
+            elif add:
                 total[receivers] += part
             else:
                 total[receivers] = part
