@@ -103,8 +103,9 @@ def test_sums_equal_a_table_of_terms_summed_by_numpy(case, seed):
 
 
 def space(rows, dtype):
-    """A fresh array for ``_messages`` (as ``Receiving._joined`` gives), filled with garbage."""
-    return np.frombuffer(np.random.default_rng(0).bytes(rows * dtype.itemsize), dtype=dtype).copy()
+    """Fresh arrays for ``_messages`` (as ``Receiving._joined`` gives), filled with garbage."""
+    return (np.frombuffer(np.random.default_rng(0).bytes(rows * dtype.itemsize), dtype=dtype).copy(),
+            np.full(rows, -7, np.int32), np.full(rows, -7, np.int64), np.full(rows, -7, np.int32))
 
 
 @pytest.mark.parametrize("columns", [CASES["float64"][0], CASES["rows of 36 bytes"][0]])

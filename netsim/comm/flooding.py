@@ -233,6 +233,7 @@ class Flooding(Receiving):
         self._where = np.full(m, -1, dtype=np.int64)       # scratch of the compiled loop: a receiver's pair by origin
         self._buffer = self._none = np.zeros(0, dtype=np.int64)  # scratch of the batches (Receiving._scratch)
         self._rows = np.zeros(0, dtype=self.dtype)                # the joined rows of a batch (Receiving._joined)
+        self._heads = (np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int32))  # and their header columns
         self._count = np.zeros(m + 1, dtype=np.int64)      # scratch of the compiled loop: messages per receiver
         self._words = None                                 # Receiving._latest_state
         words, floats = np.zeros((0, 0), dtype=np.uint64), np.zeros((0, 0))

@@ -45,6 +45,7 @@ from netsim.engine.held import stable_order
 
 HEADER = [("origin", "i4"), ("seq", "i8"), ("created", "f8"), ("life", "i4")]  # a record's first columns
 WHOLE_ROWS = 1 << 16  # _messages joins whole payloads up to this many rows (above, only the carried rows)
+LARGE_BATCH = 1 << 15  # Receiving._process: a batch of more messages is sorted by numpy, its table changed apart
 
 
 def take(records: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -68,9 +69,11 @@ def _messages(items: list, space: Any, whole: bool | None = None) -> tuple[np.nd
     (``None``), whole payloads where they hold no more rows than the messages carry copies (their rows
     are then about all carried) and at most :data:`WHOLE_ROWS` (a batch that small pays the fixed cost
     of a call per payload; a larger one, e.g. M = 10,000, is faster with only the carried rows
-    touched), else the carried rows. Either way the messages read the same rows. The
-    header columns are views of the joined rows (the receive loop reads a copy's header from its row).
-    ``space(rows, dtype)``: an array of that many rows for the joined payloads (:meth:`Receiving._joined`).
+    touched), else the carried rows. Either way the messages read the same rows. The header columns are
+    views of the joined rows where whole payloads are joined, else copied apart by the compiled pass (the
+    receive loop reads them copy after copy: apart, they stay in the processor's cache at M = 10,000).
+    ``space(rows, dtype)``: arrays of that many rows for the joined payloads and the three columns
+    (:meth:`Receiving._joined`).
     """
     index: dict[int, int] = {}  # payload -> its place in chunks
     chunks: list[np.ndarray] = []
@@ -115,7 +118,7 @@ def _messages(items: list, space: Any, whole: bool | None = None) -> tuple[np.nd
     bound = rows  # at most every row of every payload (pages never written are never touched)
     if whole is None:
         whole = bound <= min(int(size.sum()), WHOLE_ROWS)
-    base = space(bound, dtype)
+    base, origin, seq, life = space(bound, dtype)
     if whole:
         raw = np.dtype((np.void, dtype.itemsize))
         np.concatenate([c.view(raw) for c in chunks], out=base.view(raw))
@@ -134,11 +137,18 @@ def _messages(items: list, space: Any, whole: bool | None = None) -> tuple[np.nd
     for messages in groups:
         records = np.ascontiguousarray(chunks[int(chunk[messages[0]])])
         placed = np.empty(len(messages), dtype=np.int64)
-        rows = _kernels().gather(records.view(unit).reshape(len(records), width), start[messages], stop[messages],
-                                 rows, base.view(unit).reshape(bound, width), placed)
+        rows = _kernels().gather(records, records.view(unit).reshape(len(records), width), start[messages],
+                                 stop[messages], rows, base.view(unit).reshape(bound, width), origin, seq, life, placed)
         first[messages] = placed
-    base = base[:rows]
-    return dst, first, first + size, due, base, base["origin"], base["seq"], base["life"]
+    return dst, first, first + size, due, base[:rows], origin[:rows], seq[:rows], life[:rows]
+
+
+def _by_receiver(dst: np.ndarray, due: np.ndarray) -> np.ndarray:
+    """The messages (receivers ``dst``, due times ``due``) grouped by receiver, each receiver's in delivery
+    order: the stable sort by due time, then the stable sort by receiver
+    (:func:`~netsim.engine.held.stable_order`), the order :func:`netsim.comm.kernels.receive` puts them in."""
+    order = stable_order(due)
+    return order[stable_order(dst[order])]
 
 
 def _kernels():
@@ -170,7 +180,8 @@ class Receiving:
         joined once, the rows some message carries (:func:`_messages`), and each message becomes a
         range of row indices; no Python object per message.
 
-        The messages are then grouped by receiver (delivery order kept within each) and their copies
+        The messages are then grouped by receiver (delivery order kept within each: by the compiled loop,
+        or by numpy's sorts before it for a batch of more than :data:`LARGE_BATCH` messages) and their copies
         taken one at a time by the compiled loop :func:`netsim.comm.kernels.receive`: every rule is per
         receiver (duplicates, windows, latest table), so this is the delivery order as far as any rule
         can tell. What is reported (``on_receive``) is put back in delivery order; what is forwarded is
@@ -191,6 +202,12 @@ class Receiving:
             if n > 1 and np.any(due[1:] < due[:-1]):
                 order = stable_order(due)
                 arrival[order] = np.cumsum(sizes[order]) - sizes[order]
+        large = n > LARGE_BATCH
+        if large:  # put in order here, by numpy's sorts: the compiled loop then reads its arrays in order
+            order = _by_receiver(dst, due)
+            dst, start, sizes, due = dst[order], start[order], sizes[order], due[order]
+            if report:
+                arrival = arrival[order]
         order, spare, moved_dst, moved_row, *rest = self._scratch(max(total, n), 4 + 2 * report + 3 * latest)
         heard_dst, heard_row = rest[:2] if report else (self._none,) * 2
         change = rest[2 * report:] if latest else [self._none] * 3
@@ -198,7 +215,8 @@ class Receiving:
         kept, moved, changed, applied = _kernels().receive(
             dst, start, sizes, due, arrival, origin, seq, life, self._ball_ptr, self._ball_origin, self._high,
             self._mask, self._winner if latest else self._none, self._where, order, spare, self._count,
-            heard_dst, heard_row, moved_dst, moved_row, *change, self._latest_args(base))
+            heard_dst, heard_row, moved_dst, moved_row, *change,
+            self._no_latest if large else self._latest_args(base))
         if kept < 0:
             raise ProtocolError(f"flooding {self.kind!r}: a record reached node {int(dst[-1 - kept])} from beyond "
                                 f"gamma = {self.gamma} hops")
@@ -233,12 +251,14 @@ class Receiving:
         return (rows, self._words, rows.view(np.float64) if self._direct else self._floats(base), self._values,
                 not self._direct, self._term_spec, self._no_diffs, self._receivers, self._summed)
 
-    def _joined(self, rows: int, dtype: np.dtype) -> np.ndarray:
-        """Room for ``rows`` joined record rows: a view of an array kept between batches (a fresh one each batch
-        would cost its page faults again, ~40 % of the join at M = 10,000)."""
+    def _joined(self, rows: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Room for ``rows`` joined record rows and their ``origin``, ``seq``, ``life``: views of arrays kept between
+        batches (fresh ones each batch would cost their page faults again, ~40 % of the join at M = 10,000)."""
         if len(self._rows) < rows:
-            self._rows = np.empty(rows + rows // 4, dtype=dtype)
-        return self._rows[:rows]
+            size = rows + rows // 4
+            self._rows = np.empty(size, dtype=dtype)
+            self._heads = (np.empty(size, np.int32), np.empty(size, np.int64), np.empty(size, np.int32))
+        return self._rows[:rows], *(column[:rows] for column in self._heads)
 
     def _scratch(self, size: int, count: int) -> list[np.ndarray]:
         """``count`` int64 arrays of ``size`` entries: views of one buffer kept between batches (a fresh one

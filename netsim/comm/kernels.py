@@ -173,14 +173,16 @@ def _by_due(order, lo, hi, due, scratch):  # pragma: no cover (compiled)
 
 
 @njit(cache=True)
-def gather(raw, start, stop, at, out, first):  # pragma: no cover (compiled)
-    """Join the rows of one payload that some message carries (``raw``: its rows as words).
+def gather(records, raw, start, stop, at, out, origin, seq, life, first):  # noqa: PLR0913  # pragma: no cover (compiled)
+    """Join the rows of one payload that some message carries (``records``; ``raw``: the same rows as words).
 
     Message ``i`` carries the rows ``start[i]:stop[i]``; the rows any message carries are copied in row
-    order to ``out[at:]`` (words), and ``first[i]`` becomes the place of message ``i``'s first row (``at``
-    for an empty message). Returns the end of the copied rows.
+    order to ``out[at:]`` (words), their ``origin``, ``seq`` and ``life`` to those arrays (same places:
+    the receive loop reads only those, and apart they stay in the processor's cache), and ``first[i]``
+    becomes the place of message ``i``'s first row (``at`` for an empty message). Returns the end of the
+    copied rows.
     """
-    n = len(raw)
+    n = len(records)
     cover = np.zeros(n + 1, dtype=np.int64)  # messages carrying each row, as differences
     for i in range(len(start)):
         if stop[i] > start[i]:
@@ -193,6 +195,9 @@ def gather(raw, start, stop, at, out, first):  # pragma: no cover (compiled)
         if carried > 0:
             for w in range(raw.shape[1]):
                 out[k, w] = raw[r, w]
+            origin[k] = records[r].origin
+            seq[k] = records[r].seq
+            life[k] = records[r].life
             cover[r] = k  # row r's place, read back below
             k += 1
     for i in range(len(start)):
