@@ -138,8 +138,8 @@ exponential delays took 18-100x the paper-mode CPU of the same trial. Now:
    what a tick costs (one call with its own sort had made that trial 1.35x slower). Paired, alternating
    processes on a loaded machine (load ~7 on 2 cores): Fig. 1(a) realistic/paper 2.60x against main's
    3.24x (medians of 5, 3 repeats each; `/tmp` script timing `benchmarks.realistic.trial_cpu` as
-   `measure` does), M = 10,000 44.6-47.7 CPU s against main's 45.1-52.1 (median pair ratio 0.95,
-   1.6 GB).
+   `measure` does), M = 10,000 42.8-47.7 CPU s (median 45.1) against main's 44.5-52.1 (median 47.1;
+   5 pairs, median pair ratio 0.95, 1.6 GB).
 3. `netsim/engine/delivery.py`: an entry carries its `Message` fields contiguously (`entry[2:9]`), so a
    delivery builds its `Message` from one slice; a message alone at its instant goes to its batch
    reader inside the stretch (gossip-ucb realistic: 28 -> 16 CPU s on a 1,000-agent ring); the
