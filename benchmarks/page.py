@@ -58,9 +58,10 @@ WHY: dict[str, str] = {
         "CPU ratio is higher than the count's.",
     "realistic/paper CPU, dubey2020a-fig1a, M = 200, T = 1000, exponential delays mean 1":
         "paper mode computes the hops as sparse products per tick; realistic mode handles about 4,000 "
-        "record copies per tick (a compiled loop over the copies, then the latest table's sums and the "
-        "flush with numpy and the engine's flights), a few dozen numpy calls per tick whose fixed cost "
-        "dominates at this size.",
+        "record copies per tick: the flush's 4,000 per-link delays drawn and sorted into a flight, its "
+        "settlement, the payloads joined (one np.concatenate) and one compiled call (sort by receiver and "
+        "due time, windows, latest table and its sums). By py-spy the engine's send, flight and settlement "
+        "take about a quarter of the realistic trial, the compiled call about as much.",
     "realistic/paper CPU, gossip-ucb, 1,000-agent ring, T = 1000, exponential delays mean 1":
         "each tick's n-tilde broadcast is one flight of about 2,000 messages (its delays one slice of the "
         "law's block, sorted once), settled when the next tick collects it (held flights are settled when "
@@ -128,7 +129,17 @@ exponential delays took 18-100x the paper-mode CPU of the same trial. Now:
    117 CPU s and 2.31 GB in a paired run on a loaded machine (load average ~9 on 2 cores), compiled
    73.5 CPU s and 2.04 GB in the same pairing (68.7 CPU s alone, load ~6). Tested against a plain
    model, one copy at a time through `ReplayWindow` (`tests/test_flooding_batch.py`); why numba, and
-   what its compile costs: `docs/engine.md`, "Compiled loops".
+   what its compile costs: `docs/engine.md`, "Compiled loops". Later passes: one compiled call per
+   batch (its own sort by receiver and due time, the windows, the latest table and its sums) and
+   whole payloads joined with one `np.concatenate`, for Fig. 1(a)'s 4,000 copies per tick, where the
+   fixed cost of each call is what a tick costs; a batch of more than 32,768 messages (M = 10,000:
+   200,000 messages, 4 million copies per tick) is sorted by numpy before that call, its carried rows
+   joined with their 16-byte headers apart and its table changed in a second call, where memory is
+   what a tick costs (one call with its own sort had made that trial 1.35x slower). Paired, alternating
+   processes on a loaded machine (load ~7 on 2 cores): Fig. 1(a) realistic/paper 2.60x against main's
+   3.24x (medians of 5, 3 repeats each; `/tmp` script timing `benchmarks.realistic.trial_cpu` as
+   `measure` does), M = 10,000 42.8-47.7 CPU s (median 45.1) against main's 44.5-52.1 (median 47.1;
+   5 pairs, median pair ratio 0.95, 1.6 GB).
 3. `netsim/engine/delivery.py`: an entry carries its `Message` fields contiguously (`entry[2:9]`), so a
    delivery builds its `Message` from one slice; a message alone at its instant goes to its batch
    reader inside the stretch (gossip-ucb realistic: 28 -> 16 CPU s on a 1,000-agent ring); the

@@ -6,10 +6,16 @@ duplicates, reordered and stale sequence numbers) go through ``Flooding._process
 the copies in delivery order (the stable sort by due time) and takes them one at a time through
 ``ReplayWindow``: it reports the accepted ones in delivery order, queues those with life left for
 forwarding (a flush sends them sender by sender, delivery order within each) and keeps, per pair,
-the first copy of the highest accepted seq; the running sums are those of that table.
+the first copy of the highest accepted seq; the running sums are those of that table. Batches with a
+receiver of many messages (sorted by due time in runs, then merged) and with every pair changing (the
+latest table then replaced in the same compiled call) are among them, and batches taken as large ones
+are (``heard.LARGE_BATCH`` and ``heard.WHOLE_ROWS`` set to 0: the carried rows joined with their header
+columns apart, numpy's sorts, the table changed in a call of its own).
 """
 
 from __future__ import annotations
+
+from unittest import mock
 
 import networkx as nx
 import numpy as np
@@ -17,6 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from netsim.comm import heard
 from netsim.comm.flooding import Flooding
 from netsim.comm.sequencing import ReplayWindow
 from netsim.engine.errors import ProtocolError
@@ -62,11 +69,20 @@ def batch(rng, flood, ball, counter, size):
     return items, [(listed[i][2], row) for i in order for row in listed[i][3]]
 
 
-@settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10_000), report=st.booleans())
-def test_batches_match_one_copy_at_a_time(seed, report):
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), report=st.booleans(), crowded=st.booleans(), large=st.booleans())
+def test_batches_match_one_copy_at_a_time(seed, report, crowded, large):
+    """``crowded``: up to 300 messages on 4 agents, so that a receiver has more messages than one run of
+    the compiled loop's sort by due time (``kernels.RUN``) and they are merged; and every pair changes.
+    ``large``: every batch taken as a large one."""
+    bound = 0 if large else heard.LARGE_BATCH
+    with mock.patch.object(heard, "LARGE_BATCH", bound), mock.patch.object(heard, "WHOLE_ROWS", bound):
+        check_batches(seed, report, crowded)
+
+
+def check_batches(seed, report, crowded):
     rng = np.random.default_rng(seed)
-    sim = make_sim(agents=9, seed=seed, p=0.4)
+    sim = make_sim(agents=4 if crowded else 9, seed=seed, p=1.0 if crowded else 0.4)
     heard_copies = []
     flood = Flooding(sim, "flood", 2, VALUES, deferred=True, sums={"x": "x", "xw": ("x", "w")},
                      on_receive=(lambda dst, rec: heard_copies.extend(zip(dst.tolist(), map(plain, rec), strict=True)))
@@ -77,7 +93,7 @@ def test_batches_match_one_copy_at_a_time(seed, report):
     counter = np.zeros(m, np.int64) + 80
     window, heard_model, queued_model, table = ReplayWindow(), [], [], {}
     for _ in range(6):
-        items, copies = batch(rng, flood, ball, counter, int(rng.integers(1, 25)))
+        items, copies = batch(rng, flood, ball, counter, int(rng.integers(1, 300 if crowded else 25)))
         flood._process(items)
         for dst, row in copies:
             if int(row["origin"]) != dst and window.accept(dst, int(row["origin"]), int(row["seq"])):

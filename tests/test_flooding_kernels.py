@@ -1,8 +1,10 @@
 """The compiled loops of LOCAL flooding's receive path (``netsim.comm.kernels``) against plain models.
 
-Joining a batch (``kernels.gather`` through ``heard._messages``): every message's rows are the rows of
-its payload it carries, each carried row is in the joined rows once, payload after payload in order of
-first appearance and in row order within each, and the header columns are those of the joined rows.
+Joining a batch (``heard._messages``): every message's rows are the rows of its payload it carries; the
+joined rows are, payload after payload in order of first appearance and in row order within each, the
+rows some message carries, each once (``kernels.gather``), or every row of each payload (whole payloads
+copied at once); the header columns are those of the joined rows. By default whole payloads are
+joined where they hold no more rows than the messages carry copies.
 
 The latest table's running sums (``kernels.replace``) against a table of terms summed by numpy: the
 compiled pass reads each entry's terms from the table rows and adds them in the order of
@@ -26,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netsim.comm.flooding import Flooding
-from netsim.comm.heard import _messages
+from netsim.comm.heard import WHOLE_ROWS, _messages
 from netsim.engine.messages import Message, Multicast
 from tests.test_dubey2020a_flooding import make_sim
 
@@ -107,9 +109,10 @@ def space(rows, dtype):
 
 
 @pytest.mark.parametrize("columns", [CASES["float64"][0], CASES["rows of 36 bytes"][0]])
+@pytest.mark.parametrize("whole", [False, True, None])
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000))
-def test_joined_rows_are_the_rows_carried_each_once(columns, seed):
+def test_joined_rows_are_the_rows_carried_each_once(columns, whole, seed):
     rng = np.random.default_rng(seed)
     sim = make_sim(agents=6, seed=1)
     flood = Flooding(sim, "flood", 2, columns, deferred=True)
@@ -134,11 +137,14 @@ def test_joined_rows_are_the_rows_carried_each_once(columns, seed):
         items.append(Multicast("flood", np.zeros(k, np.int64), rng.integers(0, 6, k), start, stop, rec, 0.0,
                                rng.random(k)))
         carried += [(p, np.arange(a, b)) for a, b in zip(start, stop, strict=True)]
-    dst, first, end, due, base, origin, seq, life = _messages(items, space)
+    dst, first, end, due, base, origin, seq, life = _messages(items, space, whole)
     assert len(dst) == len(first) == len(end) == len(due) == len(carried)
-    # the plain model: the carried rows of each payload, payloads in order of first appearance
+    # the plain model: the carried (or all) rows of each payload, payloads in order of first appearance
     order = list(dict.fromkeys(p for p, _ in carried))
-    joined = [(p, r) for p in order for r in sorted({int(r) for q, rows in carried if q == p for r in rows})]
+    if whole is None:
+        whole = sum(len(payloads[p]) for p in order) <= min(sum(len(rows) for _, rows in carried), WHOLE_ROWS)
+    joined = [(p, r) for p in order for r in (range(len(payloads[p])) if whole else
+                                              sorted({int(r) for q, rows in carried if q == p for r in rows}))]
     assert base.tobytes() == b"".join(payloads[p][r].tobytes() for p, r in joined)
     for (p, rows), a, b in zip(carried, first, end, strict=True):
         assert b - a == len(rows)

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from netsim.engine.delays import BLOCK
 from netsim.engine.distributions import Distribution
+from netsim.engine.held import stable_order
 from netsim.engine.streams import Streams
 from netsim.experiment.testing import MessageSpy
 from tests.test_delivery_heap import NODES
@@ -289,3 +290,19 @@ def test_a_flight_is_one_queue_object_with_per_link_due_times():
     assert sum(len(i.dst) for i in items) == NODES * (NODES - 1) and net.in_flight == 0
     assert net.metrics.kind("H").delivered == NODES * (NODES - 1)
     assert net.metrics.node_received.tolist() == [NODES - 1] * NODES
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.one_of(
+    st.lists(st.sampled_from([0.0, -0.0, 1.0, 1.5, 2.0, 1e-300, 5e-324, 3.0, 1e300, np.inf, 500.25]), max_size=60),
+    st.lists(st.floats(min_value=-10.0, max_value=1e6, allow_nan=False), max_size=60),
+    st.lists(st.floats(min_value=500.0, max_value=516.0), max_size=300),  # due times late in a trial: packed keys
+    st.lists(st.integers(0, 2**62), max_size=60),
+    st.lists(st.integers(0, 20), max_size=300),
+    st.lists(st.integers(-5, 5), max_size=60)))
+def test_stable_order_is_numpys_stable_argsort(values):
+    """``stable_order`` (integer keys packed with positions where they fit, non-negative float64 by their bit
+    patterns) against ``np.argsort(kind="stable")``: ties in list order, -0.0 equal to 0.0 (float path
+    refused), spans too wide to pack (unstable sort redone stably on ties)."""
+    values = np.asarray(values, dtype=np.int64 if values and isinstance(values[0], int) else np.float64)
+    assert np.array_equal(stable_order(values), np.argsort(values, kind="stable"))

@@ -233,6 +233,12 @@ class Flooding(Receiving):
         self._where = np.full(m, -1, dtype=np.int64)       # scratch of the compiled loop: a receiver's pair by origin
         self._buffer = self._none = np.zeros(0, dtype=np.int64)  # scratch of the batches (Receiving._scratch)
         self._rows = np.zeros(0, dtype=self.dtype)                # the joined rows of a batch (Receiving._joined)
+        self._heads = (np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int32))  # and their header columns
+        self._count = np.zeros(m + 1, dtype=np.int64)      # scratch of the compiled loop: messages per receiver
+        self._words = None                                 # Receiving._latest_state
+        words, floats = np.zeros((0, 0), dtype=np.uint64), np.zeros((0, 0))
+        self._no_latest = (words, words, floats, floats, False, np.zeros((0, 2), dtype=np.int64), floats, self._none,
+                           floats)  # Receiving._latest_args where receive() leaves the latest table alone
         if self.keep_latest:
             self._latest_state(pairs)
 
@@ -289,7 +295,7 @@ class Flooding(Receiving):
         structured array). An agent may appear at most once per call. Returns the records.
         """
         agents = np.asarray(agents, dtype=np.int64)
-        if len(np.unique(agents)) != len(agents):
+        if not np.all(agents[1:] > agents[:-1]) and len(np.unique(agents)) != len(agents):  # increasing: distinct
             raise ProtocolError("publish: an agent may appear at most once per call")
         rec = self.records(agents, values)
         rec["seq"] = self._seq[agents]
@@ -367,16 +373,21 @@ class Flooding(Receiving):
                 senders, records = senders[up], take(records, np.flatnonzero(up))
         if not len(senders):
             return 0
-        if np.any(senders[1:] < senders[:-1]):
+        step = np.diff(senders)
+        if np.any(step < 0):
             order = stable_order(senders)
             records, senders = take(records, order), senders[order]
+            step = np.diff(senders)
         elif not joined:
             records = records.copy()
         records["life"] -= 1  # the hop about to be made
-        cut = np.flatnonzero(np.diff(senders)) + 1
+        ptr = self.network.agent_ptr
+        if step.all():  # one record per sender (its own, with gamma = 1)
+            self.records_forwarded += int(ptr[senders + 1].sum() - ptr[senders].sum())
+            return self.network.broadcast_chunks(self.kind, senders, np.arange(len(senders) + 1), records)
+        cut = np.flatnonzero(step) + 1
         bounds = np.concatenate(([0], cut, [len(senders)]))
         who = senders[bounds[:-1]]
-        ptr = self.network.agent_ptr
         self.records_forwarded += int((np.diff(bounds) * (ptr[who + 1] - ptr[who])).sum())
         return self.network.broadcast_chunks(self.kind, who, bounds, records)
 

@@ -4,14 +4,15 @@ Part of :class:`netsim.comm.flooding.Flooding` (its base class; see that module'
 "Duplicates" and "Latest message per origin", and ``docs/engine.md``). A batch (what a deferred
 reader collects at a tick, or what a record reader gets at an instant) is handled as:
 
-1. its messages as arrays (receiver, first row, row end, due time) over the rows they carry, joined
-   once (:func:`netsim.comm.kernels.gather`: each carried row once, with its header columns side by
-   side), put in delivery order (a stable sort by due time), then grouped by receiver (delivery order
-   kept within each);
-2. the record copies one at a time, receiver by receiver, by a compiled loop
-   (:func:`netsim.comm.kernels.receive`): a copy back at its origin is dropped; else its pair
-   (receiver, origin) is found by bisection in the receiver's gamma-ball (sorted origins) and its
-   seq checked against the pair's anti-replay window (the newest seq and a 64-bit mask, as
+1. its messages as arrays (receiver, first row, row end, due time) over the rows they carry, in list
+   order; their payloads joined once (:func:`_messages`: whole payloads side by side with one
+   ``np.concatenate`` where they hold no more rows than the batch has copies, else each carried row once,
+   :func:`netsim.comm.kernels.gather`);
+2. one compiled call (:func:`netsim.comm.kernels.receive`) for the rest: the messages grouped by
+   receiver (a counting sort) and each receiver's put in delivery order (a stable sort by due time);
+   the record copies one at a time, receiver by receiver: a copy back at its origin is dropped; else
+   its pair (receiver, origin) is found in the receiver's gamma-ball and its seq checked against the
+   pair's anti-replay window (the newest seq and a 64-bit mask, as
    :class:`netsim.comm.sequencing.ReplayWindow`); a fresh copy is queued for forwarding if it has
    life left, reported if asked, and, where its seq is above the latest-table entry's, becomes the
    pair's candidate;
@@ -19,9 +20,14 @@ reader collects at a tick, or what a record reader gets at an instant) is handle
    the table holds the record as received, one raw row per pair, and the sums' terms are read from
    its rows; the sums are updated by differences when few entries change, else summed afresh over
    each receiver's ball, in both cases in the order of additions of ``np.add.reduceat`` over a table
-   of terms (:func:`netsim.comm.kernels.replace`: one pass, no table of terms kept);
+   of terms (:func:`netsim.comm.kernels.replace`: one pass, no table of terms kept). Summed afresh
+   (in steady state every origin publishes once per tick and every pair changes), this happens in the
+   same compiled call as step 2 where nobody is told of the changes (``on_latest``);
 4. what is reported (``on_receive``) is put back in delivery order; what is forwarded is queued
    receiver by receiver (delivery order within each), the order a flush sends it in.
+
+At M = 200 (dubey2020a Fig. 1(a), about 4,000 copies per tick) the fixed cost of each numpy call is
+what a tick costs, hence one compiled call for steps 2-3 and one ``np.concatenate`` for step 1.
 
 Every rule is per receiver, so taking the receivers one after another is the delivery order as far
 as any rule can tell, and a receiver's arrays (its ball, windows, latest entries: a few kB) stay in
@@ -38,6 +44,8 @@ from netsim.engine.errors import ProtocolError
 from netsim.engine.held import stable_order
 
 HEADER = [("origin", "i4"), ("seq", "i8"), ("created", "f8"), ("life", "i4")]  # a record's first columns
+WHOLE_ROWS = 1 << 16  # _messages joins whole payloads up to this many rows (above, only the carried rows)
+LARGE_BATCH = 1 << 15  # Receiving._process: a batch of more messages is sorted by numpy, its table changed apart
 
 
 def take(records: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -45,28 +53,38 @@ def take(records: np.ndarray, index: np.ndarray) -> np.ndarray:
     return records.view(np.dtype((np.void, records.dtype.itemsize)))[index].view(records.dtype)
 
 
-def _messages(items: list, space: Any) -> tuple[np.ndarray, ...]:
+def _messages(items: list, space: Any, whole: bool | None = None) -> tuple[np.ndarray, ...]:
     """(receivers, first rows, row ends, due times, joined payloads, origin, seq, life) of delivered items, in
     list order.
 
     Items are :class:`~netsim.engine.network.Multicast` records (rows ``start:stop`` of their payload) or
     single Messages (their whole payload); consecutive Messages are gathered in plain lists. The joined
-    payloads hold the rows the messages carry, each once, payload after payload (in order of first
-    appearance) and in row order within each: a flight's payload comes with every batch that has one of
-    its messages, most of its rows carried by none of them. One compiled pass per payload
-    (:func:`netsim.comm.kernels.gather`) finds those rows, copies them (as 8-byte words where the rows
-    allow it) and their header columns ``origin``, ``seq``, ``life`` side by side (what the receive loop
-    reads), and gives each message its first row in the joined payloads. ``space(rows, dtype)``: arrays of
-    that many rows for the joined payloads and the three columns (:meth:`Receiving._joined`).
+    payloads hold the distinct payloads (in order of first appearance) side by side, each message a range
+    of their rows, and their header columns ``origin``, ``seq``, ``life`` (what the receive loop reads).
+    ``whole``: every row of each payload, copied as raw rows at once (one ``np.concatenate``); else only the
+    rows some message carries, each once, in row order within each payload: a flight's payload comes with
+    every batch that has one of its messages, and where delays are long against the period most of its
+    rows are carried by none of them. One compiled pass per payload (:func:`netsim.comm.kernels.gather`)
+    then finds those rows and copies them (as 8-byte words where the rows allow it). By default
+    (``None``), whole payloads where they hold no more rows than the messages carry copies (their rows
+    are then about all carried) and at most :data:`WHOLE_ROWS` (a batch that small pays the fixed cost
+    of a call per payload; a larger one, e.g. M = 10,000, is faster with only the carried rows
+    touched), else the carried rows. Either way the messages read the same rows. The header columns are
+    views of the joined rows where whole payloads are joined, else copied apart by the compiled pass (the
+    receive loop reads them copy after copy: apart, they stay in the processor's cache at M = 10,000).
+    ``space(rows, dtype)``: arrays of that many rows for the joined payloads and the three columns
+    (:meth:`Receiving._joined`).
     """
     index: dict[int, int] = {}  # payload -> its place in chunks
     chunks: list[np.ndarray] = []
-    dsts, starts, stops, dues, which = [], [], [], [], []
-    single: list[list] = [[], [], [], [], []]  # a run of single Messages: dst, start, stop, due, payload
+    offsets: list[int] = []     # each payload's first row in the whole payloads side by side
+    rows = 0
+    dsts, starts, stops, dues, which, counts = [], [], [], [], [], []
+    single: list[list] = [[], [], [], []]  # a run of single Messages: dst, start, stop, due
 
     def close() -> None:
         if single[0]:
-            for out, values in zip((dsts, starts, stops, dues, which), single, strict=True):
+            for out, values in zip((dsts, starts, stops, dues), single, strict=True):
                 out.append(np.array(values))
                 values.clear()
 
@@ -76,6 +94,8 @@ def _messages(items: list, space: Any) -> tuple[np.ndarray, ...]:
         if at is None:
             at = index[id(payload)] = len(chunks)
             chunks.append(payload)
+            offsets.append(rows)
+            rows += len(payload)
         if hasattr(item, "start"):
             close()
             dsts.append(item.dst)
@@ -83,17 +103,30 @@ def _messages(items: list, space: Any) -> tuple[np.ndarray, ...]:
             stops.append(item.stop)
             due = item.due_at
             dues.append(due if isinstance(due, np.ndarray) else np.full(len(item.dst), due))
-            which.append(np.full(len(item.dst), at))
+            counts.append(len(item.dst))
         else:
-            for values, value in zip(single, (item.dst, 0, len(payload), item.due_at, at), strict=True):
+            for values, value in zip(single, (item.dst, 0, len(payload), item.due_at), strict=True):
                 values.append(value)
+            counts.append(1)
+        which.append(at)
     close()
-    start, stop, chunk = (np.concatenate(x).astype(np.int64, copy=False) for x in (starts, stops, which))
+    start, stop = (np.concatenate(x).astype(np.int64, copy=False) for x in (starts, stops))
+    dst = np.concatenate(dsts).astype(np.int64, copy=False)
+    due = np.concatenate(dues).astype(float, copy=False)
+    size = stop - start
     dtype = chunks[0].dtype
+    bound = rows  # at most every row of every payload (pages never written are never touched)
+    if whole is None:
+        whole = bound <= min(int(size.sum()), WHOLE_ROWS)
+    base, origin, seq, life = space(bound, dtype)
+    if whole:
+        raw = np.dtype((np.void, dtype.itemsize))
+        np.concatenate([c.view(raw) for c in chunks], out=base.view(raw))
+        first = start + np.repeat([offsets[at] for at in which], counts)
+        return dst, first, first + size, due, base, base["origin"], base["seq"], base["life"]
+    chunk = np.repeat(which, counts)
     unit = np.dtype(np.uint64 if dtype.itemsize % 8 == 0 else np.uint8)  # rows copied as 8-byte words where they can
     width = dtype.itemsize // unit.itemsize
-    bound = sum(len(c) for c in chunks)  # at most every row of every payload (pages never written are never touched)
-    base, origin, seq, life = space(bound, dtype)
     first = np.empty(len(start), dtype=np.int64)
     if len(chunks) == 1:
         groups = [np.arange(len(start))]
@@ -107,8 +140,15 @@ def _messages(items: list, space: Any) -> tuple[np.ndarray, ...]:
         rows = _kernels().gather(records, records.view(unit).reshape(len(records), width), start[messages],
                                  stop[messages], rows, base.view(unit).reshape(bound, width), origin, seq, life, placed)
         first[messages] = placed
-    return (np.concatenate(dsts).astype(np.int64, copy=False), first, first + (stop - start),
-            np.concatenate(dues).astype(float, copy=False), base[:rows], origin[:rows], seq[:rows], life[:rows])
+    return dst, first, first + size, due, base[:rows], origin[:rows], seq[:rows], life[:rows]
+
+
+def _by_receiver(dst: np.ndarray, due: np.ndarray) -> np.ndarray:
+    """The messages (receivers ``dst``, due times ``due``) grouped by receiver, each receiver's in delivery
+    order: the stable sort by due time, then the stable sort by receiver
+    (:func:`~netsim.engine.held.stable_order`), the order :func:`netsim.comm.kernels.receive` puts them in."""
+    order = stable_order(due)
+    return order[stable_order(dst[order])]
 
 
 def _kernels():
@@ -140,36 +180,43 @@ class Receiving:
         joined once, the rows some message carries (:func:`_messages`), and each message becomes a
         range of row indices; no Python object per message.
 
-        The messages are then grouped by receiver (delivery order kept within each) and their copies
+        The messages are then grouped by receiver (delivery order kept within each: by the compiled loop,
+        or by numpy's sorts before it for a batch of more than :data:`LARGE_BATCH` messages) and their copies
         taken one at a time by the compiled loop :func:`netsim.comm.kernels.receive`: every rule is per
         receiver (duplicates, windows, latest table), so this is the delivery order as far as any rule
         can tell. What is reported (``on_receive``) is put back in delivery order; what is forwarded is
         queued receiver by receiver, the order a flush sends it in.
         """
         dst, start, stop, due, base, origin, seq, life = _messages(items, self._joined)
-        if len(due) > 1 and np.any(due[1:] < due[:-1]):
-            order = stable_order(due)
-            dst, start, stop = dst[order], start[order], stop[order]
         sizes = stop - start
         total = int(sizes.sum())
         self.records_received += total
         if not total:
             return
-        arrival = np.cumsum(sizes) - sizes          # delivery index of each message's first copy
-        if len(dst) > 1 and np.any(dst[1:] < dst[:-1]):
-            order = stable_order(dst)               # by receiver, delivery order within each
-            dst, start, sizes, arrival = dst[order], start[order], sizes[order], arrival[order]
-        kernels = _kernels()
+        n = len(dst)
         report = self.on_receive is not None
         latest = self.keep_latest
-        moved_dst, moved_row, *rest = self._scratch(total, 2 + 2 * report + 3 * latest)
+        arrival = self._none
+        if report:  # delivery index of each message's first copy (messages in list order)
+            arrival = np.cumsum(sizes) - sizes
+            if n > 1 and np.any(due[1:] < due[:-1]):
+                order = stable_order(due)
+                arrival[order] = np.cumsum(sizes[order]) - sizes[order]
+        large = n > LARGE_BATCH
+        if large:  # put in order here, by numpy's sorts: the compiled loop then reads its arrays in order
+            order = _by_receiver(dst, due)
+            dst, start, sizes, due = dst[order], start[order], sizes[order], due[order]
+            if report:
+                arrival = arrival[order]
+        order, spare, moved_dst, moved_row, *rest = self._scratch(max(total, n), 4 + 2 * report + 3 * latest)
         heard_dst, heard_row = rest[:2] if report else (self._none,) * 2
         change = rest[2 * report:] if latest else [self._none] * 3
         heard_row.fill(-1)
-        kept, moved, changed = kernels.receive(
-            dst, start, sizes, arrival, origin, seq, life, self._ball_ptr, self._ball_origin, self._high, self._mask,
-            self._winner if latest else self._none, self._where,
-            heard_dst, heard_row, moved_dst, moved_row, *change)
+        kept, moved, changed, applied = _kernels().receive(
+            dst, start, sizes, due, arrival, origin, seq, life, self._ball_ptr, self._ball_origin, self._high,
+            self._mask, self._winner if latest else self._none, self._where, order, spare, self._count,
+            heard_dst, heard_row, moved_dst, moved_row, *change,
+            self._no_latest if large else self._latest_args(base))
         if kept < 0:
             raise ProtocolError(f"flooding {self.kind!r}: a record reached node {int(dst[-1 - kept])} from beyond "
                                 f"gamma = {self.gamma} hops")
@@ -181,7 +228,10 @@ class Receiving:
         if report:
             heard = np.flatnonzero(heard_row >= 0)
             heard = (heard_dst[heard], take(base, heard_row[heard]))
-        if changed:
+        if applied:
+            if len(self._term_spec):
+                self._add_sums(self._receivers, self._summed.T)
+        elif changed:
             self._update_latest(*(part[:changed] for part in change), base)
         if report:
             self.on_receive(*heard)
@@ -189,6 +239,17 @@ class Receiving:
             self._queue(*forward)
             if self.relay == "on_receipt":
                 self.flush()
+
+    def _latest_args(self, base: np.ndarray) -> tuple:
+        """The arguments with which :func:`netsim.comm.kernels.receive` applies the latest table's changes itself
+        (:func:`netsim.comm.kernels.replace`'s after ``dst, pair, row``): where the table is kept, nobody is told
+        of its changes (``on_latest``) and rows are copied as 8-byte words; else empty ones (left to
+        :meth:`_update_latest`)."""
+        if self._words is None:
+            return self._no_latest
+        rows = base.view(np.uint64).reshape(len(base), -1)  # base: a view of Receiving._joined's array (aligned)
+        return (rows, self._words, rows.view(np.float64) if self._direct else self._floats(base), self._values,
+                not self._direct, self._term_spec, self._no_diffs, self._receivers, self._summed)
 
     def _joined(self, rows: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Room for ``rows`` joined record rows and their ``origin``, ``seq``, ``life``: views of arrays kept between
@@ -241,6 +302,11 @@ class Receiving:
                     one = int(np.prod(fields[column][0].shape, dtype=np.int64)) == 1  # broadcasts in a product
                     spec[e, i] = self._float_columns[column] + (0 if one else e - self._sum_columns[name].start)
         self._term_spec = spec
+        self._summed = np.empty((len(self._receivers) if width else 0, width))  # the sums receive() takes afresh
+        self._no_diffs = np.empty((width, 0))
+        # the table as 8-byte words, where receive() can apply its changes itself (Receiving._latest_args)
+        words = self.dtype.itemsize % 8 == 0 and self.on_latest is None
+        self._words = self._table.view(np.uint64).reshape(pairs, -1) if words else None
 
     def _update_latest(self, dst: np.ndarray, pair: np.ndarray, rows: np.ndarray, base: np.ndarray) -> None:
         """Put the newest fresh record of each pair in the latest table (``base[rows]``), where newer.
@@ -294,10 +360,16 @@ class Receiving:
 
     def _add_sums(self, receivers: np.ndarray, summed: np.ndarray, add: bool = False) -> None:
         """Set (with ``add``: increase) the sums of ``receivers`` to the columns of ``summed`` (terms x receivers)."""
+        every = len(receivers) == self.num_agents  # increasing distinct agents: all of them
         for name, columns in self._sum_columns.items():
             total = self.sums[name]
             part = summed[columns].T.reshape((len(receivers),) + total.shape[1:])
-            if add:
+            if every:
+                if add:
+                    total += part
+                else:
+                    total[...] = part
+            elif add:
                 total[receivers] += part
             else:
                 total[receivers] = part

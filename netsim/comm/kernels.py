@@ -22,21 +22,27 @@ from numba import njit
 from netsim.comm.sequencing import WINDOW
 
 _ONE = np.uint64(1)
+RUN = 16  # a receiver's messages are sorted by due time in runs of this many, then merged (_by_due)
 
 
 @njit(cache=True)
-def receive(dst, start, size, arrival, origin, seq, life, ball_ptr, ball_origin, high, mask,  # noqa: PLR0913
-            winner, where, heard_dst, heard_row, moved_dst, moved_row, change_dst, change_pair,
-            change_row):  # pragma: no cover (compiled)
+def receive(dst, start, size, due, arrival, origin, seq, life, ball_ptr, ball_origin, high, mask,  # noqa: PLR0913
+            winner, where, order, scratch, count, heard_dst, heard_row, moved_dst, moved_row, change_dst, change_pair,
+            change_row, latest_args):  # pragma: no cover (compiled)
     """Take the copies of a batch, receiver by receiver, each receiver's in delivery order.
 
-    Message ``i`` (receiver ``dst[i]``, grouped by receiver) carries the rows ``start[i]:start[i] +
-    size[i]`` of the batch's records (columns ``origin``, ``seq``, ``life``); its first copy is the
-    ``arrival[i]``-th of the batch in delivery order. A copy back at its origin is dropped; else its
-    pair is the position of its origin in the receiver's ball (``ball_origin[ball_ptr[d]:ball_ptr[d +
-    1]]``), read from ``where`` (one entry per node, the receiver's ball written into it first: a
-    lookup in the processor's cache, where a bisection costs ~3x), and it is fresh when the pair's
-    window accepts its seq (as
+    Message ``i`` (receiver ``dst[i]``, due at ``due[i]``, in list order) carries the rows ``start[i]:start[i]
+    + size[i]`` of the batch's records (columns ``origin``, ``seq``, ``life``); its first copy is the
+    ``arrival[i]``-th of the batch in delivery order (read only when ``heard_row`` has one entry per copy).
+    The messages are first put in ``order`` by receiver (a counting sort; ``count``: one entry per node
+    and one more), then each receiver's by due time (:func:`_by_due`; ``scratch``: as long as
+    ``order``), both stable: receiver by receiver, each receiver's in delivery order (the stable sort by
+    due time of the list).
+
+    A copy back at its origin is dropped; else its pair is the position of its origin in the receiver's
+    ball (``ball_origin[ball_ptr[d]:ball_ptr[d + 1]]``), read from ``where`` (one entry per node, the
+    receiver's ball written into it first: a lookup in the processor's cache, where a bisection costs
+    ~3x), and it is fresh when the pair's window accepts its seq (as
     :meth:`netsim.comm.sequencing.ReplayWindow.accept`: newer than the newest seen, or at most 63
     behind it and not seen). For each fresh copy: ``heard_dst/heard_row[arrival]`` (when ``heard_row``
     has one entry per copy), ``moved_*`` (when ``life >= 1``, in this order) and, when ``winner`` has one
@@ -44,8 +50,12 @@ def receive(dst, start, size, arrival, origin, seq, life, ball_ptr, ball_origin,
     entry's: that entry is the newest fresh record, ``high`` its seq), the pair's winner (its row);
     after each receiver, its pairs with a winner go to ``change_*`` in pair order.
 
-    Returns ``(fresh copies, moved, changes)``; fresh copies is ``-1 - i`` when message ``i`` carries a
-    record from beyond the receiver's ball (nothing after it is handled).
+    ``latest_args`` (the arguments of :func:`replace` after ``dst, pair, row``), when its ``receivers``
+    are not empty: where at least a quarter of the pairs change (the case in which :func:`replace` sums
+    afresh), the changes are applied to the latest table here, in the same call; else left to the caller.
+
+    Returns ``(fresh copies, moved, changes, applied)``; fresh copies is ``-1 - i`` when message ``i``
+    carries a record from beyond the receiver's ball (nothing after it is handled).
     """
     report = len(heard_row) > 0
     latest = len(winner) > 0
@@ -53,17 +63,25 @@ def receive(dst, start, size, arrival, origin, seq, life, ball_ptr, ball_origin,
     moved = 0
     changes = 0
     n = len(dst)
+    count[:] = 0
+    for k in range(n):
+        count[dst[k] + 1] += 1
+    for d in range(1, len(count)):
+        count[d] += count[d - 1]
+    for k in range(n):
+        order[count[dst[k]]] = k
+        count[dst[k]] += 1   # count[d]: the end of receiver d's messages in order
     i = 0
     while i < n:
-        d = dst[i]
+        d = dst[order[i]]
         lo = ball_ptr[d]
         hi = ball_ptr[d + 1]
-        j = i
-        while j < n and dst[j] == d:
-            j += 1
+        j = count[d]
+        _by_due(order, i, j, due, scratch)
         for p in range(lo, hi):
             where[ball_origin[p]] = p
-        for k in range(i, j):
+        for q in range(i, j):
+            k = order[q]
             r0 = start[k]
             for c in range(size[k]):
                 r = r0 + c
@@ -72,7 +90,7 @@ def receive(dst, start, size, arrival, origin, seq, life, ball_ptr, ball_origin,
                     continue
                 a = where[o]  # from this receiver's ball, or an older entry (checked)
                 if a < lo or a >= hi or ball_origin[a] != o:
-                    return -1 - k, moved, changes
+                    return -1 - k, moved, changes, False
                 s = seq[r]
                 h = high[a]
                 if s > h:
@@ -105,7 +123,53 @@ def receive(dst, start, size, arrival, origin, seq, life, ball_ptr, ball_origin,
                     changes += 1
                     winner[p] = -1
         i = j
-    return kept, moved, changes
+    records, table, floats, values, copy, spec, diffs, receivers, summed = latest_args
+    if len(receivers) == 0 or changes * 4 < len(ball_origin):
+        return kept, moved, changes, False
+    replace(change_dst[:changes], change_pair[:changes], change_row[:changes], records, table, floats, values, copy,
+            spec, diffs, ball_ptr, receivers, summed)
+    return kept, moved, changes, True
+
+
+@njit(cache=True)
+def _by_due(order, lo, hi, due, scratch):  # pragma: no cover (compiled)
+    """Sort ``order[lo:hi]`` (message indices) by ``due``, stably; ``scratch``: room for ``hi - lo`` entries.
+
+    Nothing to do where they are in order already (constant delays); else insertion sorts of runs of
+    :data:`RUN` entries merged pairwise (a bottom-up merge sort: a receiver with many messages costs n log n).
+    """
+    ordered = True
+    for q in range(lo + 1, hi):
+        if due[order[q]] < due[order[q - 1]]:
+            ordered = False
+            break
+    if ordered:
+        return
+    for a in range(lo, hi, RUN):
+        for q in range(a + 1, min(a + RUN, hi)):
+            k = order[q]
+            x = due[k]
+            p = q - 1
+            while p >= a and due[order[p]] > x:
+                order[p + 1] = order[p]
+                p -= 1
+            order[p + 1] = k
+    width = RUN
+    while width < hi - lo:
+        for a in range(lo, hi, 2 * width):
+            m = min(a + width, hi)
+            b = min(a + 2 * width, hi)
+            x, y = a, m
+            for o in range(a - lo, b - lo):
+                if y < b and (x >= m or due[order[y]] < due[order[x]]):
+                    scratch[o] = order[y]
+                    y += 1
+                else:
+                    scratch[o] = order[x]
+                    x += 1
+        for q in range(lo, hi):
+            order[q] = scratch[q - lo]
+        width *= 2
 
 
 @njit(cache=True)
@@ -113,9 +177,10 @@ def gather(records, raw, start, stop, at, out, origin, seq, life, first):  # noq
     """Join the rows of one payload that some message carries (``records``; ``raw``: the same rows as words).
 
     Message ``i`` carries the rows ``start[i]:stop[i]``; the rows any message carries are copied in row
-    order to ``out[at:]`` (words), their ``origin``, ``seq`` and ``life`` to those arrays (same places),
-    and ``first[i]`` becomes the place of message ``i``'s first row (``at`` for an empty message).
-    Returns the end of the copied rows.
+    order to ``out[at:]`` (words), their ``origin``, ``seq`` and ``life`` to those arrays (same places:
+    the receive loop reads only those, and apart they stay in the processor's cache), and ``first[i]``
+    becomes the place of message ``i``'s first row (``at`` for an empty message). Returns the end of the
+    copied rows.
     """
     n = len(records)
     cover = np.zeros(n + 1, dtype=np.int64)  # messages carrying each row, as differences
