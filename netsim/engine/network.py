@@ -367,7 +367,7 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
         payload objects. A deferred kind's messages stay single entries.
         """
         self._send_noted()
-        edges = [self._edge_of[s].get(dst) for s in srcs]
+        edges = list(map(self._edge_of[dst].get, srcs))  # links are undirected: the edge ids seen from dst
         if None in edges:
             src = srcs[edges.index(None)]
             raise ProtocolError(f"node {src} sent {kind!r} to {dst}, which is not a neighbour")

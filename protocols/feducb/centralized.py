@@ -349,13 +349,15 @@ class CentralizedFedUCB(Protocol):
         if not agents:
             return
         self.pending[agents] = True
-        gram, vec = self.privatizer.split(self.privatizer_release(np.array(agents, dtype=np.int64)))
+        every = len(agents) == len(self.everyone) and agents == self.everyone.tolist()  # a round's call, in order
+        gram, vec = self.privatizer.split(self.privatizer_release(np.array(agents, dtype=np.int64), every=every))
         payloads = list(zip(rounds, self.incarnation[agents].tolist(), gram, vec, strict=True))
         self.upload_link.send_each(agents, self.server, payloads, size=(self.d + 1) ** 2)
 
-    def privatizer_release(self, agents: np.ndarray) -> np.ndarray:
-        """Alg. 1 line 16: privatise Q of ``agents`` (all agents release together in Alg. 1)."""
-        statistic = self.state.take_statistic(agents)
+    def privatizer_release(self, agents: np.ndarray, *, every: bool = False) -> np.ndarray:
+        """Alg. 1 line 16: privatise Q of ``agents`` (all agents release together in Alg. 1); ``every``: ``agents``
+        are every agent in order (their learners' rows are then read as one slice)."""
+        statistic = self.state.take_statistic(slice(None) if every else agents)
         if not self.reborn:
             return self.privatizer.release(statistic, agents)
         out = np.empty_like(statistic)
