@@ -400,11 +400,13 @@ class CentralizedFedUCB(Protocol):
     # -- controller -----------------------------------------------------------
     def _on_request(self, requests: list[Fanin]) -> None:
         want_round = False
-        accept, server, completed = self.requests_seen.accept, self.server, self.completed
+        completed = self.completed
         for payloads, srcs, _ in requests:
             self.suspected[srcs] = False  # heard from
-            for src, (number, synced, want) in zip(srcs.tolist(), payloads, strict=True):
-                if not accept(server, src, number):
+            senders = srcs.tolist()
+            first = self.requests_seen.accept_each(self.server, senders, [payload[0] for payload in payloads])
+            for src, (_, synced, want), new in zip(senders, payloads, first, strict=True):
+                if not new:
                     continue  # a copy
                 if synced < completed and self.last_sync is not None:
                     self._send_sync(src, self.last_sync)
