@@ -86,6 +86,13 @@ def test_release_is_exact_prefix_plus_stored_noise(rounds, seed):
         prefix += q
         out = tree.release(q)
         np.testing.assert_allclose(out - tree.noise_in_release(), prefix, atol=1e-9 * (1 + abs(out).max()))
+        # the node totals kept per level give the plain sum of Alg. 2 bit for bit: 0 + (exact + noise) of every
+        # node of the dyadic decomposition, level by level
+        plain = np.zeros((2, 3, 3))
+        for level in range(r.bit_length()):
+            if r >> level & 1:
+                plain += tree._exact[level] + tree._noise[level]
+        np.testing.assert_array_equal(out, plain)
         noise = tree.noise_in_release()
         np.testing.assert_allclose(noise, noise.transpose(0, 2, 1))
         # least nodes: popcount(r) <= 1 + ceil(log2 r) = depth of a tree with r leaves

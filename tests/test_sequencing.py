@@ -86,6 +86,30 @@ def test_forget_clears_one_receiver_only():
 
 
 @settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 2),
+                          st.lists(st.tuples(st.integers(0, 3), st.integers(0, 150)), max_size=6)), max_size=60))
+def test_accept_each_and_newest_each_match_the_reference(calls):
+    """accept_each (many senders to one receiver, a sender possibly named twice) and newest_each (one sender to
+    many receivers) mixed on one window, against the reference set of numbers seen per pair: accept_each answers
+    reference_accept message after message, newest_each accepts exactly the numbers above all seen."""
+    window = ReplayWindow()
+    seen: dict[tuple[int, int], set[int]] = {}
+    for gather, node, messages in calls:
+        if gather:  # messages: (sender, seq) to receiver ``node``
+            expected = [reference_accept(seen.setdefault((node, sender), set()), seq) for sender, seq in messages]
+            assert window.accept_each(node, [m[0] for m in messages], [m[1] for m in messages]) == expected
+        elif messages:  # one number from sender ``node`` to the receivers named in messages
+            seq = messages[0][1]
+            expected = []
+            for receiver, _ in messages:
+                pair = seen.setdefault((receiver, node), set())
+                if not pair or seq > max(pair):
+                    pair.add(seq)
+                    expected.append(receiver)
+            assert window.newest_each([m[0] for m in messages], node, seq) == expected
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=6), st.integers(0, 3), st.integers(0, 80)),
                 max_size=60))
 def test_newest_each_is_newest_in_turn(sends):

@@ -372,7 +372,8 @@ def test_fanouts_read_in_order_are_the_messages_in_order(items):
 
 class Caller(Protocol):
     """Test protocol: every tick node 0 multicasts one payload to nodes 1-3, sends one to node 2, and nodes 1-3
-    each send their own to node 0, on two kinds at once: one read per message, one read as fan-out groups."""
+    each send their own to node 0, on three kinds at once: one read per message, one read as fan-out groups,
+    one read as fan-in groups."""
 
     name = "test-transport-fanout"
     servers = None
@@ -381,9 +382,9 @@ class Caller(Protocol):
     def start(self):
         sim = self.sim
         timer = RetransmitTimer(initial=3.0, minimum=0.5, maximum=50.0)
-        self.seen = {"plain": [], "fanout": []}
+        self.seen = {"plain": [], "fanout": [], "fanin": []}
         self.links = {how: Transport(sim, f"call-{how}", lambda items, how=how: self._heard(how, items), timer=timer,
-                                     reliable=self.params["reliable"], fanout=how == "fanout")
+                                     reliable=self.params["reliable"], fanout=how == "fanout", fanin=how == "fanin")
                       for how in self.seen}
         sim.every(1.0, self._tick)
 
@@ -397,6 +398,9 @@ class Caller(Protocol):
         now = self.sim.now
         if how == "plain":
             self.seen[how] += [(now, m.src, m.dst, m.payload) for m in items]
+        elif how == "fanin":
+            self.seen[how] += [(now, src, g.dst, payload) for g in items
+                               for payload, src in zip(g.payload, g.src.tolist(), strict=True)]
         else:
             self.seen[how] += [(now, src, dst, payload) for payload, src, dst in _expand(items)]
 
@@ -406,12 +410,13 @@ protocols._items.setdefault(Caller.name, Caller)
 
 @pytest.mark.parametrize(("reliable", "delay"), [(False, 0.0), (False, 1.0), (True, 1.0)])
 def test_fanout_transport_hands_over_the_messages_of_the_plain_one(reliable, delay):
-    """Constant delays (paper mode, where a multicast reaches a fan-out reader as one record): the fan-out kind
-    delivers exactly the messages of the per-message kind, at the same instants and in the same order."""
+    """Constant delays (paper mode, where a multicast reaches a fan-out reader as one record and a send_each a
+    fan-in reader as one record): the fan-out and fan-in kinds deliver exactly the messages of the per-message
+    kind, at the same instants and in the same order."""
     network = {"topology": "complete", "agents": 4, "delay": {"model": "constant", "value": delay}}
     doc = scenario_dict(protocol={"name": Caller.name, "reliable": reliable}, network=network,
                         run={"horizon": 6, "checkpoints": 2, "seed": 1})
     sim = Simulation(S.from_dict(doc), trial_sequence(1, 0))
     sim.run()
     seen = sim.protocol.seen
-    assert len(seen["plain"]) == 7 * (6 - int(delay)) and seen["fanout"] == seen["plain"]
+    assert len(seen["plain"]) == 7 * (6 - int(delay)) and seen["fanout"] == seen["plain"] == seen["fanin"]

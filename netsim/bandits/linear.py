@@ -205,7 +205,8 @@ class LinearBandit(BanditEnvironment):
         return self._values[np.asarray(agents, dtype=np.int64)]
 
     def _pull_gaps(self, agents, arms):
-        values = self._values[agents]
+        # every agent in order (a tick of one clock, BanditEnvironment.book_each): the values themselves, no copy
+        values = self._values if agents is self._each else self._values[agents]
         return values.max(axis=1) - values[np.arange(len(agents)), arms]
 
     def _rewards(self, agents, arms, n, u):

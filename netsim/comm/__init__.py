@@ -32,7 +32,16 @@ from netsim.comm.flooding import Flooding
 from netsim.comm.handshake import Handshake, bits, ids
 from netsim.comm.protocol import Protocol, Ticking
 from netsim.comm.sequencing import INCARNATION, ReplayWindow, Sequencer
-from netsim.comm.transport import TIMER_FIELDS, Fanout, RetransmitTimer, Transport, can_lose, check_timer, timer_from
+from netsim.comm.transport import (
+    TIMER_FIELDS,
+    Fanin,
+    Fanout,
+    RetransmitTimer,
+    Transport,
+    can_lose,
+    check_timer,
+    timer_from,
+)
 from netsim.engine import faults, params, scenario
 from netsim.engine.activation import poisson_edge_clocks, uniform_edge_clock
 from netsim.engine.errors import InputError, ProtocolError
@@ -46,6 +55,7 @@ __all__ = [
     "INCARNATION",
     "TIMER_FIELDS",
     "Exchanges",
+    "Fanin",
     "Fanout",
     "Flooding",
     "GroupedDraws",

@@ -16,8 +16,11 @@ piece, for any protocol, algorithm-agnostic:
   messages where an older copy must never overwrite newer information. A number more than 63
   below the highest seen is treated as already seen (stale), exactly as IPsec does.
 
-Both keep plain Python dicts keyed by pair, so the memory is proportional to the pairs that
-actually talk (a protocol on 10,000 agents that only hears its neighbours pays for its edges).
+Both keep plain Python dicts (the window one map per sender, from receiver to the pair's state), so the
+memory is proportional to the pairs that actually talk (a protocol on 10,000 agents that only hears its
+neighbours pays for its edges). :meth:`ReplayWindow.accept_each` (many senders to one receiver) and
+:meth:`ReplayWindow.newest_each` (one sender to many receivers) check a group of messages in one call, in
+turn, exactly as the single calls would.
 """
 
 from __future__ import annotations
@@ -58,31 +61,49 @@ class Sequencer:
 
 
 class ReplayWindow:
-    """Per (receiver, sender) memory of the sequence numbers seen (see the module docstring)."""
+    """Per (receiver, sender) memory of the sequence numbers seen (see the module docstring).
 
-    __slots__ = ("_high", "_mask")
+    Kept as one map per sender from receiver to the pair's ``[high, mask]`` (updated in place), so that the
+    checks of one sender's message to many receivers (:meth:`newest_each`) or of many senders' messages to one
+    receiver (:meth:`accept_each`) take one lookup per pair and build no key.
+    """
+
+    __slots__ = ("_pairs",)
 
     def __init__(self) -> None:
-        self._high: dict[tuple[int, int], int] = {}
-        self._mask: dict[tuple[int, int], int] = {}
+        self._pairs: dict[int, dict[int, list[int]]] = {}  # sender -> receiver -> [high, mask]
 
     def accept(self, receiver: int, sender: int, seq: int) -> bool:
         """True the first time ``seq`` from ``sender`` reaches ``receiver`` (and remember it)."""
-        key = (receiver, sender)
-        high = self._high.get(key)
-        if high is None:
-            self._high[key], self._mask[key] = seq, 1
-            return True
-        if seq > high:
-            shift = seq - high
-            self._mask[key] = ((self._mask[key] << shift) | 1) & _FULL if shift < WINDOW else 1
-            self._high[key] = seq
-            return True
-        offset = high - seq
-        if offset >= WINDOW or (self._mask[key] >> offset) & 1:
-            return False
-        self._mask[key] |= 1 << offset
-        return True
+        return self.accept_each(receiver, (sender,), (seq,))[0]
+
+    def accept_each(self, receiver: int, senders: list[int], seqs: list[int]) -> list[bool]:
+        """:meth:`accept` of ``seqs[j]`` from ``senders[j]`` at ``receiver`` for each j in turn (the messages of
+        many senders to one receiver, e.g. the requests of a round)."""
+        pairs, out = self._pairs, []
+        for sender, seq in zip(senders, seqs, strict=True):
+            by = pairs.get(sender)
+            if by is None:
+                by = pairs[sender] = {}
+            state = by.get(receiver)
+            if state is None:
+                by[receiver] = [seq, 1]
+                out.append(True)
+                continue
+            high = state[0]
+            if seq > high:
+                shift = seq - high
+                state[1] = ((state[1] << shift) | 1) & _FULL if shift < WINDOW else 1
+                state[0] = seq
+                out.append(True)
+                continue
+            offset = high - seq
+            if offset >= WINDOW or (state[1] >> offset) & 1:
+                out.append(False)
+                continue
+            state[1] |= 1 << offset
+            out.append(True)
+        return out
 
     def newest(self, receiver: int, sender: int, seq: int) -> bool:
         """True when ``seq`` is above every number from ``sender`` seen at ``receiver`` (and remember it).
@@ -90,31 +111,23 @@ class ReplayWindow:
         For state-carrying messages: a reordered older message (or a duplicate) answers False,
         so it never overwrites newer information.
         """
-        key = (receiver, sender)
-        high = self._high.get(key)
-        if high is None:
-            self._high[key], self._mask[key] = seq, 1
-            return True
-        if seq <= high:
-            return False
-        shift = seq - high  # accept's newer-than-seen branch, inline (one lookup per message)
-        self._mask[key] = ((self._mask[key] << shift) | 1) & _FULL if shift < WINDOW else 1
-        self._high[key] = seq
-        return True
+        return bool(self.newest_each((receiver,), sender, seq))
 
     def newest_each(self, receivers: list[int], sender: int, seq: int) -> list[int]:
         """The ``receivers`` for which :meth:`newest` of ``seq`` from ``sender`` is true, called for each in turn
         (one message to many receivers, e.g. the destinations of a multicast)."""
-        highs, masks, fresh = self._high, self._mask, []
+        by = self._pairs.get(sender)
+        if by is None:
+            by = self._pairs[sender] = {}
+        fresh = []
         for receiver in receivers:
-            key = (receiver, sender)
-            high = highs.get(key)
-            if high is None:
-                highs[key], masks[key] = seq, 1
-            elif seq > high:
-                shift = seq - high
-                masks[key] = ((masks[key] << shift) | 1) & _FULL if shift < WINDOW else 1
-                highs[key] = seq
+            state = by.get(receiver)
+            if state is None:
+                by[receiver] = [seq, 1]
+            elif seq > state[0]:  # accept's newer-than-seen branch
+                shift = seq - state[0]
+                state[1] = ((state[1] << shift) | 1) & _FULL if shift < WINDOW else 1
+                state[0] = seq
             else:
                 continue
             fresh.append(receiver)
@@ -122,5 +135,5 @@ class ReplayWindow:
 
     def forget(self, receiver: int) -> None:
         """``receiver`` lost its state (crash with ``state = "lost"``): it remembers no sender."""
-        for key in [k for k in self._high if k[0] == receiver]:
-            del self._high[key], self._mask[key]
+        for by in self._pairs.values():
+            by.pop(receiver, None)

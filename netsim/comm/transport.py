@@ -68,7 +68,10 @@ about bandits.
     The wire payload is ``(seq, low, payload)``; the owner's handler receives :class:`Message` objects
     whose ``payload`` is the owner's own, or, with ``fanout=True``, :class:`Fanout` groups: one payload
     from one sender to an array of receivers (on plain datagrams a multicast of one payload reaches the
-    owner as one group through ``network.subscribe_records``, without a Message per receiver). A
+    owner as one group through ``network.subscribe_records``, without a Message per receiver), or, with
+    ``fanin=True``, :class:`Fanin` groups: a payload each from an array of senders to one receiver (on
+    plain datagrams a :meth:`Transport.send_each` reaches the owner as one group, the engine's gather
+    record of ``network.send_each``, without a Message per sender). A
     byzantine sender or a corrupting link rewrites the owner's payload through the corruptor given to
     :meth:`Transport.corruptible` (acknowledgements carry no statistics and are never corrupted).
 
@@ -276,7 +279,7 @@ def fanouts(items: list[Multicast | Message]) -> list[Fanout]:
 
     ``items`` are what a record reader gets (``network.subscribe_records``: one :class:`Multicast` per
     multicast, single :class:`Message` objects) or Messages alone. A multicast of one payload object is one
-    group; a record of array rows (each message its own rows) gives a group per message; consecutive
+    group; any other record (array rows, or a payload each) gives a group per message; consecutive
     Messages of one sender with the very same payload object are merged into one group. Reading the
     groups in order, receiver after receiver, is reading the messages in order.
     """
@@ -285,7 +288,7 @@ def fanouts(items: list[Multicast | Message]) -> list[Fanout]:
     src, dsts = -1, []
     for item in items:
         if isinstance(item, Multicast):
-            if isinstance(item.payload, np.ndarray):  # rows: a payload per message
+            if not item.same_payload:  # rows or objects: a payload per message
                 messages = item.messages()
             else:  # one payload object to every receiver (a constant-delay send_many or broadcast)
                 if dsts:
@@ -304,6 +307,57 @@ def fanouts(items: list[Multicast | Message]) -> list[Fanout]:
             dsts.append(message.dst)
     if dsts:
         groups.append(Fanout(payload, src, np.array(dsts, dtype=np.int64)))
+    return groups
+
+
+_FaninFields = NamedTuple("_FaninFields", [("payload", list), ("src", np.ndarray), ("dst", int)])  # noqa: UP014
+
+
+class Fanin(_FaninFields):
+    """Messages from several senders to one receiver, in delivery order: ``src[j]`` sent ``payload[j]`` to ``dst``.
+    Fields: ``payload`` (a list, one payload per message), ``src`` (an int64 array of senders), ``dst``."""
+
+    __slots__ = ()
+
+
+def fanins(items: list[Multicast | Message]) -> list[Fanin]:
+    """Delivered messages as :class:`Fanin` groups, in delivery order.
+
+    ``items`` are what a record reader gets (``network.subscribe_records``) or Messages alone. Consecutive
+    messages to one receiver form one group: a record whose messages all go to one node (a constant-delay
+    ``network.send_each``, many senders to one node) joins as a whole, without a Message per sender. Reading
+    the groups in order, sender after sender, is reading the messages in order.
+    """
+    groups: list[Fanin] = []
+    payloads: list[Any] = []
+    srcs: list[int] = []
+    dst = -1
+    for item in items:
+        if isinstance(item, Multicast):
+            receivers = item.dst
+            if len(receivers) and (receivers == receivers[0]).all():  # one receiver: the record joins as a whole
+                if payloads and receivers[0] != dst:
+                    groups.append(Fanin(payloads, np.array(srcs, dtype=np.int64), dst))
+                    payloads, srcs = [], []
+                if not payloads:  # the group starts with this record: its own lists and arrays
+                    dst = int(receivers[0])
+                    payloads, srcs = list(item.payloads()), item.src.tolist()
+                else:
+                    payloads += item.payloads()
+                    srcs += item.src.tolist()
+                continue
+            messages = item.messages()
+        else:
+            messages = (item,)
+        for message in messages:
+            if payloads and message.dst != dst:
+                groups.append(Fanin(payloads, np.array(srcs, dtype=np.int64), dst))
+                payloads, srcs = [], []
+            dst = message.dst
+            payloads.append(message.payload)
+            srcs.append(message.src)
+    if payloads:
+        groups.append(Fanin(payloads, np.array(srcs, dtype=np.int64), dst))
     return groups
 
 
@@ -349,21 +403,27 @@ class Transport:
     fanout:
         ``True``: ``handler(groups)`` receives the new messages as :class:`Fanout` groups (:func:`fanouts`)
         instead of Messages; for owners that multicast one payload (a call, a sync) and read it per group.
+    fanin:
+        ``True``: ``handler(groups)`` receives the new messages as :class:`Fanin` groups (:func:`fanins`)
+        instead of Messages; for owners that gather one message from each of many senders (requests, uploads
+        to a server, sent with :meth:`send_each`) and read them per group.
     """
 
     def __init__(self, sim: Any, kind: str, handler: Callable[[list[Message]], None], *,
                  timer: RetransmitTimer | None, attempts: int | None = None,
                  on_give_up: Callable[[int, int, Any], None] | None = None, up: np.ndarray | None = None,
                  acknowledge: bool = True, reliable: bool = True,
-                 on_duplicate: Callable[[Message], None] | None = None, fanout: bool = False):
+                 on_duplicate: Callable[[Message], None] | None = None, fanout: bool = False, fanin: bool = False):
         if attempts is not None and attempts < 1:
             raise ValueError(f"attempts = {attempts!r}; accepted: an integer >= 1 or None")
         if reliable and timer is None:
             raise ValueError("a reliable transport needs a RetransmitTimer")
+        if fanout and fanin:
+            raise ValueError("fanout and fanin: accepted: at most one of them")
         self.sim, self.network = sim, sim.network
         self.kind, self.ack_kind = kind, f"{kind}-ack"
         self.handler, self.timer = handler, timer
-        self.fanout = fanout
+        self.groups = fanouts if fanout else fanins if fanin else None  # how the handler reads what arrives
         self.attempts, self.on_give_up, self.up = attempts, on_give_up, up
         self.acknowledge, self.reliable, self.on_duplicate = acknowledge, reliable, on_duplicate
         self.counts = dict.fromkeys(TRANSPORT_COUNTS, 0)
@@ -374,8 +434,9 @@ class Transport:
         self._above: dict[tuple[int, int], set[int]] = {}              # numbers seen at or above the floor
         self._timers = Timers(sim, self._expired)                      # one timer per pair
         if not reliable:
-            if fanout:
-                self.network.subscribe_records(kind, lambda items: self.handler(fanouts(items)))
+            if self.groups is not None:
+                groups = self.groups
+                self.network.subscribe_records(kind, lambda items: self.handler(groups(items)))
             else:
                 self.network.subscribe_batch(kind, handler)
             return
@@ -556,7 +617,7 @@ class Transport:
             for (node, src), seqs in acks.items():
                 self.network.send(node, src, self.ack_kind, tuple(seqs))
         if fresh:
-            self.handler(fanouts(fresh) if self.fanout else fresh)
+            self.handler(fresh if self.groups is None else self.groups(fresh))
 
     def _first(self, node: int, src: int, seq: int, low: int) -> bool:
         """True the first time number ``seq`` of the pair src -> node arrives (and remember it).

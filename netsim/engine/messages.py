@@ -4,8 +4,10 @@ An entry of the delivery queue of :class:`netsim.engine.network.Network` (:mod:`
 tuple ``(due, sequence, kind, src, dst, payload, sent_at, due, size, count)`` (so that ``entry[2:9]``
 are the fields of its :class:`Message`): ``dst`` is an int for
 one message, a list of ints for a multicast of one payload (constant-delay ``send_many`` /
-``broadcast``), or a :class:`Multicast` for a ``broadcast_chunks`` flush; ``count`` is the number
-of messages it carries. The helpers below turn entries into what each kind of reader receives.
+``broadcast``), a :class:`Multicast` for a ``broadcast_chunks`` flush, or a ``_GatherRecord`` (a
+:class:`Multicast` whose messages carry one payload object each) for a constant-delay ``send_each`` of
+many senders to one node; ``count`` is the number of messages it carries. The helpers below turn entries
+into what each kind of reader receives.
 """
 
 from __future__ import annotations
@@ -57,12 +59,20 @@ class Multicast(_MulticastFields):
 
     __slots__ = ()
 
+    #: whether every message carries the whole ``payload`` object (a multicast of one payload), not rows of it
+    same_payload = False
+
     def messages(self) -> list[Message]:
         """The same messages one by one (payloads are row slices: views, not copies)."""
         payload, kind, sent, due = self.payload, self.kind, self.sent_at, self.due_at
         dues = due.tolist() if isinstance(due, np.ndarray) else [due] * len(self.dst)
         return [_new(Message, (kind, s, d, payload[a:b], sent, t, b - a)) for s, d, a, b, t in
                 zip(self.src.tolist(), self.dst.tolist(), self.start.tolist(), self.stop.tolist(), dues, strict=True)]
+
+    def payloads(self) -> list[Any]:
+        """The payload of each message, in order (what :meth:`messages` carry), without a Message each."""
+        payload = self.payload
+        return [payload[a:b] for a, b in zip(self.start.tolist(), self.stop.tolist(), strict=True)]
 
 
 _new = tuple.__new__  # builds a Message from a 7-tuple without the NamedTuple __new__ frame
@@ -108,11 +118,47 @@ class _FanoutRecord(Multicast):
     """One payload object sent from one node to several: every message carries the whole payload."""
 
     __slots__ = ()
+    same_payload = True
 
     def messages(self) -> list[Message]:
         payload, kind, sent, due, size = self.payload, self.kind, self.sent_at, self.due_at, int(self.stop[0])
         src = int(self.src[0])
         return [_new(Message, (kind, src, d, payload, sent, due, size)) for d in self.dst.tolist()]
+
+    def payloads(self) -> list[Any]:
+        return [self.payload] * len(self.dst)
+
+
+class _GatherRecord(Multicast):
+    """Payload objects of several senders to one node (``Network.send_each``), as one record.
+
+    ``payload`` is the list of the payload objects of the send; message ``i`` goes from ``src[i]`` to
+    ``dst[i]`` (every ``dst[i]`` the one receiver) and carries the object ``payload[start[i]]`` (not rows of
+    it), counting ``stop[i] - start[i]`` records (the send's ``size``). ``start`` indexes ``payload`` in
+    increasing order (a record whose crashed receivers were removed keeps the payload list whole).
+    """
+
+    __slots__ = ()
+
+    def messages(self) -> list[Message]:
+        payload, kind, sent, due = self.payload, self.kind, self.sent_at, self.due_at
+        return [_new(Message, (kind, s, d, payload[a], sent, due, b - a)) for s, d, a, b in
+                zip(self.src.tolist(), self.dst.tolist(), self.start.tolist(), self.stop.tolist(), strict=True)]
+
+    def payloads(self) -> list[Any]:
+        """The payload object of each message, in order (the send's list itself when the record is whole)."""
+        if len(self.start) == len(self.payload):
+            return self.payload
+        payload = self.payload
+        return [payload[a] for a in self.start.tolist()]
+
+
+def _gather(kind: str, srcs: Any, dst: int, payloads: list[Any], size: int, sent: float, due: float) -> _GatherRecord:
+    """The record of ``payloads[j]`` from ``srcs[j]`` to ``dst`` for every j, each counting ``size`` records."""
+    count = len(payloads)
+    start = np.arange(count, dtype=np.int64)
+    return tuple.__new__(_GatherRecord, (kind, np.array(srcs, dtype=np.int64), np.full(count, dst, dtype=np.int64),
+                                        start, start + size, payloads, sent, due))
 
 
 def _fanout(entry: tuple) -> Multicast:

@@ -62,6 +62,7 @@ from netsim.engine.messages import (  # re-exported: the engine API names live h
     Message,
     Multicast,
     RecordHandler,
+    _gather,
 )
 from netsim.engine.metrics import Metrics
 
@@ -355,15 +356,27 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
 
     def send_each(self, srcs: Sequence[int], dst: int, kind: str, payloads: Sequence[Any], *, size: int = 1) -> None:
         """Send ``payloads[j]`` from ``srcs[j]`` to ``dst``, one message each: exactly :meth:`send` in a loop (the
-        same counters, sequence numbers, draws and delivery order), with one pass for the common case of
-        plain links with a constant delay (many agents answering one server within an instant)."""
+        same messages, counters, draws and delivery order).
+
+        On plain links with a constant delay (no loss, faults, tracer or corruptor; many agents answering one
+        server within an instant) the messages are one queue entry, a *gather* record (:class:`Multicast` of one
+        payload object per message, ``src`` the senders in order): they are due at one instant and leave in
+        send order, as the loop's messages would, taking one sequence number instead of one each (what
+        :meth:`send_many` does for one payload to many). A batch or per-message reader gets the same Messages;
+        a record reader (:meth:`subscribe_records`) gets the record itself, whose ``payloads()`` are the
+        payload objects. A deferred kind's messages stay single entries.
+        """
         self._send_noted()
-        edges = [self._edge_of[s].get(dst) for s in srcs]
+        edges = list(map(self._edge_of[dst].get, srcs))  # links are undirected: the edge ids seen from dst
         if None in edges:
             src = srcs[edges.index(None)]
             raise ProtocolError(f"node {src} sent {kind!r} to {dst}, which is not a neighbour")
         count = len(edges)
-        if not (self._plain and self._sampled is None and kind not in self._corruptors) or count < 2:
+        if len(payloads) != count:
+            raise ProtocolError(f"send_each({kind!r}): {count} senders but {len(payloads)} payloads; "
+                                "accepted: one payload per sender")
+        if not (self._plain and self._sampled is None and kind not in self._corruptors and kind not in self._held) \
+                or count < 2:
             for src, edge, payload in zip(srcs, edges, payloads, strict=True):
                 self._send(src, (dst,), (edge,), kind, payload, size)
             return
@@ -379,8 +392,9 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
             metrics.defer_from(now)
         metrics.pending_edges.append(edges)
         due = now + self._delay.args["value"]
-        self._push_all([(due, sequence, kind, src, dst, payload, now, due, size, 1)
-                        for src, payload, sequence in zip(srcs, payloads, self._sequence)])
+        payloads = list(payloads)
+        self._push((due, next(self._sequence), kind, -1, _gather(kind, srcs, dst, payloads, size, now, due), payloads,
+                    now, due, size, count))
 
     def broadcast(self, src: int, kind: str, payload: Any = None, *, size: int = 1) -> None:
         """Send ``payload`` from ``src`` to every neighbour.

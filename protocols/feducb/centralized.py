@@ -110,6 +110,7 @@ import numpy as np
 
 from netsim.comm import (
     INCARNATION,
+    Fanin,
     Fanout,
     Lie,
     Protocol,
@@ -251,10 +252,10 @@ class CentralizedFedUCB(Protocol):
         def transport(kind: str, handler: Any, **how: Any) -> Transport:
             return Transport(sim, kind, handler, timer=timer, up=self.up, reliable=reliable, **how)
 
-        self.request_link = transport("feducb-request", self._on_request)
+        self.request_link = transport("feducb-request", self._on_request, fanin=True)
         self.calls = transport("feducb-call", self._on_call, acknowledge=False, attempts=self.params["give_up"],
                                on_give_up=self._gave_up, fanout=True)
-        self.upload_link = transport("feducb-upload", self._on_upload)
+        self.upload_link = transport("feducb-upload", self._on_upload, fanin=True)
         self.syncs = transport("feducb-sync", self._on_sync, fanout=True)
         self.links = (self.request_link, self.calls, self.upload_link, self.syncs)
         if sim.network.adversary is not None:
@@ -348,13 +349,15 @@ class CentralizedFedUCB(Protocol):
         if not agents:
             return
         self.pending[agents] = True
-        gram, vec = self.privatizer.split(self.privatizer_release(np.array(agents, dtype=np.int64)))
+        every = len(agents) == len(self.everyone) and agents == self.everyone.tolist()  # a round's call, in order
+        gram, vec = self.privatizer.split(self.privatizer_release(np.array(agents, dtype=np.int64), every=every))
         payloads = list(zip(rounds, self.incarnation[agents].tolist(), gram, vec, strict=True))
         self.upload_link.send_each(agents, self.server, payloads, size=(self.d + 1) ** 2)
 
-    def privatizer_release(self, agents: np.ndarray) -> np.ndarray:
-        """Alg. 1 line 16: privatise Q of ``agents`` (all agents release together in Alg. 1)."""
-        statistic = self.state.take_statistic(agents)
+    def privatizer_release(self, agents: np.ndarray, *, every: bool = False) -> np.ndarray:
+        """Alg. 1 line 16: privatise Q of ``agents`` (all agents release together in Alg. 1); ``every``: ``agents``
+        are every agent in order (their learners' rows are then read as one slice)."""
+        statistic = self.state.take_statistic(slice(None) if every else agents)
         if not self.reborn:
             return self.privatizer.release(statistic, agents)
         out = np.empty_like(statistic)
@@ -395,18 +398,20 @@ class CentralizedFedUCB(Protocol):
         self._request(node, want=False)  # catch up on the rounds it missed
 
     # -- controller -----------------------------------------------------------
-    def _on_request(self, messages: list) -> None:
+    def _on_request(self, requests: list[Fanin]) -> None:
         want_round = False
-        self.suspected[[m.src for m in messages]] = False  # heard from
-        accept = self.requests_seen.accept
-        for m in messages:
-            number, synced, want = m.payload
-            if not accept(self.server, m.src, number):
-                continue  # a copy
-            if synced < self.completed and self.last_sync is not None:
-                self._send_sync(m.src, self.last_sync)
-            elif want:
-                want_round = True
+        completed = self.completed
+        for payloads, srcs, _ in requests:
+            self.suspected[srcs] = False  # heard from
+            senders = srcs.tolist()
+            first = self.requests_seen.accept_each(self.server, senders, [payload[0] for payload in payloads])
+            for src, (_, synced, want), new in zip(senders, payloads, first, strict=True):
+                if not new:
+                    continue  # a copy
+                if synced < completed and self.last_sync is not None:
+                    self._send_sync(src, self.last_sync)
+                elif want:
+                    want_round = True
         if want_round and not self.round_open:
             self._open_round()
 
@@ -418,19 +423,18 @@ class CentralizedFedUCB(Protocol):
         agents = list(range(self.sim.num_agents))
         self.call_numbers = dict(zip(agents, self.calls.send_many(self.server, agents, r), strict=True))
 
-    def _on_upload(self, messages: list) -> None:
-        self.suspected[[m.src for m in messages]] = False  # heard from
-        reliable, uploads = self.calls.reliable, self.uploads
-        for m in messages:
-            r, incarnation, gram, vec = m.payload
-            agent = m.src
-            if self.round_open and r == self.open_round:
-                if reliable:  # the upload answers the call
-                    self.calls.answered(self.server, agent, self.call_numbers[agent])
-                if agent not in uploads:  # one per agent and round
-                    uploads[agent] = (incarnation, gram, vec)
-            else:  # late: its round closed without it; still the agent's newest data if newer than held
-                self._keep(agent, r, incarnation, gram, vec)
+    def _on_upload(self, uploads: list[Fanin]) -> None:
+        reliable, held = self.calls.reliable, self.uploads
+        for payloads, srcs, _ in uploads:
+            self.suspected[srcs] = False  # heard from
+            for agent, (r, incarnation, gram, vec) in zip(srcs.tolist(), payloads, strict=True):
+                if self.round_open and r == self.open_round:
+                    if reliable:  # the upload answers the call
+                        self.calls.answered(self.server, agent, self.call_numbers[agent])
+                    if agent not in held:  # one per agent and round
+                        held[agent] = (incarnation, gram, vec)
+                else:  # late: its round closed without it; still the agent's newest data if newer than held
+                    self._keep(agent, r, incarnation, gram, vec)
         self._close_if_complete()
 
     def _gave_up(self, src: int, agent: int, r: int) -> None:

@@ -164,8 +164,9 @@ class LinUCBState:
             _rank_one(inv, logdet, x)
             self.inv[:, sel], self.logdet[:, sel] = inv, logdet
 
-    def take_statistic(self, rows: np.ndarray) -> np.ndarray:
-        """Q of ``rows`` for the privatizer; resets Q (so the local (U, u) since the upload)."""
+    def take_statistic(self, rows: np.ndarray | slice) -> np.ndarray:
+        """Q of ``rows`` (an index array or a slice) for the privatizer; resets Q (so the local (U, u) since the
+        upload)."""
         q = self.Q[rows].copy()
         self.Q[rows] = 0.0
         return q
@@ -175,14 +176,15 @@ class LinUCBState:
         self.S[rows] = S
         self.s[rows] = s
         shift = self.shift[rows]
-        if S.ndim == 2 and not self.Q[rows].any() and (shift == shift[0]).all():
-            # no data since the upload (paper mode) and one shift: V = S and W are the same for every row
+        same = S.ndim == 2 and not self.Q[rows].any() and (shift == shift[0]).all()
+        if same:  # no data since the upload (paper mode) and one shift: V = S and W are the same for every row
             V, shift = S[None], shift[:1]
         else:
             V = S + self.U[rows]
         self.inv[0, rows] = _inverse(V)
-        self.logdet[0, rows] = np.linalg.slogdet(V)[1]
-        self.logdet_s[rows] = np.linalg.slogdet(S)[1]
+        logdet_v = np.linalg.slogdet(V)[1]
+        self.logdet[0, rows] = logdet_v
+        self.logdet_s[rows] = logdet_v[0] if same else np.linalg.slogdet(S)[1]  # V = S: one factorisation
         self.u_tilde[rows] = s + self.u[rows]
         if self.shift_w:
             W = V + shift[:, None, None] * np.eye(self.d)

@@ -263,6 +263,7 @@ class GaussianTreePrivatizer:
         # 2^k that ends at the stream's last release whose bit k is set (Chan, Shi & Song's alpha).
         self._exact: list[np.ndarray] = []
         self._noise: list[np.ndarray] = []
+        self._node: list[np.ndarray] = []  # exact + noise of each level's node, summed once when it is completed
         self._shape = shape
         self.noise_drawn = np.zeros(len(self.rngs), dtype=np.int64)
         self._ahead = GroupedDraws(self.rngs, _normals, block=32 * self.size**2) if read_ahead else None
@@ -287,6 +288,7 @@ class GaussianTreePrivatizer:
         while len(self._exact) <= k:
             self._exact.append(np.zeros(self._shape))
             self._noise.append(np.zeros(self._shape))
+            self._node.append(np.zeros(self._shape))
 
     def release(self, statistic: np.ndarray, streams: np.ndarray | None = None) -> np.ndarray:
         """Insert ``statistic`` (len(streams) x (d+1) x (d+1), accumulated since each stream's last
@@ -320,6 +322,7 @@ class GaussianTreePrivatizer:
             block += self._exact[level][rows]
             self._exact[level][rows] = 0.0
             self._noise[level][rows] = 0.0
+            self._node[level][rows] = 0.0
         self._exact[low][rows] = block
         if self.calibration.private:
             # symmetric_noise of every stream: its draws from the stream's own generator, symmetrised at once
@@ -330,10 +333,11 @@ class GaussianTreePrivatizer:
                 raw = self._read_ahead(rows)
             self._noise[low][rows] = symmetrise(raw)
             self.noise_drawn[rows] += 1
-        noisy = np.zeros_like(statistic)
-        for level in range(r.bit_length()):
-            if r >> level & 1:
-                noisy += self._exact[level][rows] + self._noise[level][rows]
+        self._node[low][rows] = block + self._noise[low][rows]  # the new node's exact + noise (the older ones' kept)
+        levels = [level for level in range(r.bit_length()) if r >> level & 1]
+        noisy = np.add(0.0, self._node[levels[0]][rows])  # 0 + node + node + ...: the sum from zero, level by level
+        for level in levels[1:]:
+            noisy += self._node[level][rows]
         return noisy
 
     def _read_ahead(self, rows: np.ndarray | slice) -> np.ndarray:
@@ -350,9 +354,10 @@ class GaussianTreePrivatizer:
         """Start ``streams`` afresh (their owner lost its state): empty trees, next release is release 1."""
         streams = np.asarray(streams, dtype=np.int64)
         self.rounds[streams] = 0
-        for exact, noise in zip(self._exact, self._noise, strict=True):
+        for exact, noise, node in zip(self._exact, self._noise, self._node, strict=True):
             exact[streams] = 0.0
             noise[streams] = 0.0
+            node[streams] = 0.0
 
     def noise_in_release(self, streams: np.ndarray | None = None) -> np.ndarray:
         """Total noise in the latest release of ``streams`` (for tests and audits)."""
