@@ -40,7 +40,6 @@ import itertools
 import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from itertools import chain, repeat
 from typing import Any
 
 import networkx as nx
@@ -50,25 +49,29 @@ from simpy.core import NORMAL, URGENT
 
 from netsim.engine.chunks import ChunkSends
 from netsim.engine.delays import Delays
-from netsim.engine.delivery import _END, DELIVERY, DeliveryHeap
+from netsim.engine.delivery import DELIVERY, DeliveryHeap
 from netsim.engine.distributions import Distribution
 from netsim.engine.errors import ProtocolError
 from netsim.engine.faulty import FaultySends
 from netsim.engine.held import Holding
 from netsim.engine.messages import (  # re-exported: the engine API names live here for protocols
+    NO_COLUMNS,
     Adversary,
     BatchHandler,
+    Columns,
     Corruptor,
     Handler,
     Message,
     Multicast,
     RecordHandler,
+    _objects,
 )
 from netsim.engine.metrics import Metrics
 
 __all__ = ["Adversary", "BatchHandler", "CHECKPOINT", "Corruptor", "DELIVERY", "FAULT", "Handler", "Message",
            "Multicast", "Network", "RecordHandler", "TICK"]
 
+_INT = {int}
 _kind_and_size = operator.itemgetter(1, 3)  # of a noted broadcast (src, kind, payload, size)
 CHECKPOINT = URGENT - 2  # before everything else at the same instant
 FAULT = URGENT - 1       # crashes and restarts: after checkpoints, before deliveries
@@ -87,8 +90,8 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
     __slots__ = ("_adversary_rng", "_agent_links", "_agent_neighbors", "_alarm", "_alarm_at", "_alone",
                  "_batch_handlers", "_corruptors", "_cursor", "_delay", "_delay_rng", "_delays", "_delivering",
                  "_early", "_edge_of", "_faults", "_fresh", "_fresh_kinds", "_handlers", "_heap", "_held", "_holding",
-                 "_in_flight", "_loss", "_neighbor_edges", "_neighbors", "_node_handlers", "_noted", "_overrides",
-                 "_plain",
+                 "_kind_codes", "_kind_names", "_in_flight", "_loss", "_neighbor_edges", "_neighbor_flat",
+                 "_neighbor_ptr", "_neighbors", "_node_handlers", "_noted", "_overrides", "_plain",
                  "_record_handlers", "_run", "_run_kinds", "_sampled", "_sequence", "_server_delay", "_simple",
                  "_tracer", "_uniform_links", "adversary", "agent_dst", "agent_edge", "agent_ptr", "components",
                  "env", "graph", "metrics", "num_agents", "num_nodes", "rng", "servers")
@@ -133,7 +136,9 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
         self._sampled = None if delay.is_constant else self._law(delay)
         self._fresh: list[tuple] = []   # the delivery queue (netsim.engine.delivery)
         self._fresh_kinds: set[str] = set()
-        self._run: list[tuple] = [_END]
+        self._run = NO_COLUMNS
+        self._kind_names: list[str] = []
+        self._kind_codes: dict[str, int] = {}
         self._cursor = 0
         self._run_kinds: set[str] = set()
         self._heap: list[tuple] = []
@@ -163,6 +168,10 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
         n = self.num_nodes
         self._neighbors = [sorted(self.graph.neighbors(v)) for v in range(n)]
         self._agent_neighbors = [[u for u in ns if u < self.num_agents] for ns in self._neighbors]
+        #: the neighbour lists as a CSR (neighbours of v: _neighbor_flat[_neighbor_ptr[v]:_neighbor_ptr[v + 1]])
+        self._neighbor_ptr = np.zeros(n + 1, dtype=np.int64)
+        self._neighbor_ptr[1:] = np.cumsum([len(ns) for ns in self._neighbors])
+        self._neighbor_flat = np.array([v for ns in self._neighbors for v in ns], dtype=np.int64)
         edge_u, edge_v = [], []
         self._edge_of: list[dict[int, int]] = [{} for _ in range(n)]
         for u in range(n):
@@ -470,15 +479,32 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
                 self._arm(due)
             return
         delays = sampled.take_array(total)  # the draws of one _send per sender
-        dues = (now + delays).tolist()  # float64 sums: the same values as ``now + delay`` one by one
         first = self._take_sequences(total)
         degrees = list(map(len, fanout))
-        # the entries built by zip in C, one per link in sender order: no bytecode per message
-        senders = chain.from_iterable(map(repeat, srcs, degrees))
-        carried = chain.from_iterable(map(repeat, payloads, degrees))
-        entries = list(zip(dues, range(first, first + total), repeat(kind), senders, chain.from_iterable(fanout),
-                           carried, repeat(now), dues, repeat(size), repeat(1)))
-        self._push_all(entries, kind, now + float(delays.min()))
+        head = now + float(delays.min())
+        if type(now) is float and type(size) is int and _INT.issuperset(map(type, srcs)):
+            # one array per field, one message per link in sender order (float64 sums: the values of now + delay)
+            self._push_columns(Columns(now + delays, np.arange(first, first + total), np.full(total, self._code(kind)),
+                                       *self._fanout_arrays(srcs, degrees, total),
+                                       np.repeat(_objects(payloads), degrees), np.full(total, now),
+                                       np.full(total, size)), kind, head)
+            return
+        # an int time (at time 0) or numpy node ids: entries, which keep them as they are
+        dues = (now + delays).tolist()
+        senders = itertools.chain.from_iterable(map(itertools.repeat, srcs, degrees))
+        carried = itertools.chain.from_iterable(map(itertools.repeat, payloads, degrees))
+        self._push_all(list(zip(dues, range(first, first + total), itertools.repeat(kind), senders,
+                                itertools.chain.from_iterable(fanout), carried, itertools.repeat(now), dues,
+                                itertools.repeat(size), itertools.repeat(1))), kind, head)
+
+    def _fanout_arrays(self, srcs: Sequence[int], degrees: list[int], total: int) -> tuple[np.ndarray, np.ndarray]:
+        """The sources and destinations of broadcasts from ``srcs`` (with ``degrees`` neighbours, ``total`` in all)
+        as arrays, one element per link in sender and neighbour order (a gather from the neighbour CSR)."""
+        senders = np.array(srcs, dtype=np.int64)
+        counts = np.array(degrees, dtype=np.int64)
+        # link j of the output is neighbour (j - first link of its sender) of that sender
+        shift = np.repeat(self._neighbor_ptr[senders] - (np.cumsum(counts) - counts), counts)
+        return np.repeat(senders, counts), self._neighbor_flat[shift + np.arange(total)]
 
     def _law(self, law: Distribution) -> Delays:
         """The delay stream of ``law`` (keyed by identity: laws live as long as the network)."""
