@@ -206,7 +206,7 @@ def test_receivers_noted_by_stretches_are_counted_exactly():
 
 
 def test_the_run_keeps_the_objects_sent():
-    """The run holds its messages as arrays (``netsim.engine.messages.Columns``): handlers still get the very
+    """The run holds its messages as arrays (``netsim.engine.messages._Columns``): handlers still get the very
     objects sent. An int time stays an int: the send time at time 0 of a broadcast with sampled delays, and the
     due time of a send over an int constant delay made at an int time (such an entry waits on the heap); a
     tuple payload stays one tuple."""

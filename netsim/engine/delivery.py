@@ -1,39 +1,45 @@
-"""The network's delivery queue: fresh entries, a sorted run, a heap, one SimPy wake-up, a tight loop.
+"""The network's delivery queue: fresh messages, a sorted run of columns, a heap, one SimPy wake-up, a tight loop.
 
 Part of :class:`netsim.engine.network.Network` (its base class); see ``docs/engine.md``, "Delivery and
-ordering", and the module docstring of :mod:`netsim.engine.network`. Entries are the tuples of
-:mod:`netsim.engine.messages`, delivered in ``(due, sequence)`` order; they wait in one of three places:
+ordering", and the module docstring of :mod:`netsim.engine.network`. Messages are entries (the tuples of
+:mod:`netsim.engine.messages`) or rows of :class:`~netsim.engine.messages._Columns`, delivered in
+``(due, sequence)`` order; they wait in one of three places:
 
-* ``_fresh``: the single-message entries sent outside the delivery loop since the wake-up last
-  fired, in send (sequence) order. Such a send only appends, and arms an earlier wake-up if it
-  holds the new head.
-* ``_run``: a list sorted by ``(due, sequence)``, read from ``_cursor`` on and closed by the
-  sentinel ``_END``. When the wake-up fires, the fresh entries and the unread rest of the run are
-  sorted together by due time alone: the sort is stable, the rest holds smaller sequences than any
-  fresh entry and the fresh entries are in sequence order, so ties keep send order. A tick's worth
-  of sampled-delay broadcasts thus costs one sort and then an index step per message, instead of
-  a heap push and a heap pop each.
-* ``_heap``: a binary heap for multicast entries, for the entries sent while the loop delivers (a
+* ``_fresh``: what was sent outside the delivery loop since the wake-up last fired, in send
+  (sequence) order: single-message entries, and one ``_Columns`` block per ``broadcast_each`` call
+  with sampled delays on plain links (one array per field). Such a send only appends, and arms an
+  earlier wake-up if it holds the new head.
+* ``_run``: ``_Columns`` sorted by ``(due, sequence)``, read from ``_cursor`` on. When the wake-up
+  fires, the fresh messages (entries turned into columns) and the unread rest of the run are
+  sorted together by due time alone (one stable numpy argsort, then one gather per field): the
+  rest holds smaller sequences than any fresh message and the fresh ones are in sequence order, so
+  ties keep send order. A tick's worth of sampled-delay broadcasts thus costs array work, a sort
+  and then an index step per message, instead of a heap push and a heap pop each. Entries the
+  arrays would not give back as they are (an int time, a numpy node id) stay entries, on the heap.
+* ``_heap``: a binary heap of entries for multicasts, for what is sent while the loop delivers (a
   zero-delay message sent by a handler must be seen right after that handler), and for fresh
-  entries too few to be worth re-sorting a long run (fewer than a quarter of its unread entries:
+  messages too few to be worth re-sorting a long run (fewer than a quarter of its unread ones:
   a re-sort then costs a bounded multiple of what it files, so asynchronous senders do not make
   it quadratic).
 
-The loop delivers every entry due before the next SimPy event (or at the same instant when that
+The loop delivers every message due before the next SimPy event (or at the same instant when that
 event is a clock tick), advancing the simulated clock itself. Each turn first delivers a
 *stretch* of the run: the messages due strictly before the heap's head and the next SimPy event,
 as long as each is the only one of its instant and has a per-message handler, or, when every
 message in the run is of one kind with a per-message handler and the heap is empty, all of them
 (same-instant ones too: with no batch reader among them, one at a time in send order is what the
-instant's batch would do). The stretch stops early when a handler sends or schedules something, since the bounds
-may have moved. Then one general step takes the next entry in ``(due, sequence)`` order from the
-run or the heap, alone or with the rest of its instant, for per-message handlers, batch, record
-and deferred readers, the tracer, per-node handlers and crash drops.
+instant's batch would do; each Message is built in C from the zipped columns when taken). The
+stretch stops early when a handler sends or schedules something, since the bounds may have moved.
+Then one general step takes the next message in ``(due, sequence)`` order from the run or the
+heap, alone or with the rest of its instant, for per-message handlers, batch, record and deferred
+readers, the tracer, per-node handlers and crash drops. Steps other than a uniform stretch read
+the run as entries, made from the columns the first time one of them takes a message of the run
+in a wake-up (a step that only looks at the run's head reads its due time and sequence).
 
 The counters of a stretch (per-kind ``delivered``, per-node received, the network's
 ``in_flight``) are brought up to date together when it ends, before any other delivery, event or
-read outside the loop; its receivers are only noted (``Metrics.received_ids``, one C-level
-``extend``) and counted in bulk when read (see :mod:`netsim.engine.metrics`).
+read outside the loop; its receivers are only noted (``Metrics.note_received``, a slice of the run's
+destination column) and counted with ``np.bincount`` when read (see :mod:`netsim.engine.metrics`).
 """
 
 from __future__ import annotations
@@ -52,10 +58,10 @@ from simpy.core import URGENT
 from netsim.engine.errors import ProtocolError
 from netsim.engine.held import Holding
 from netsim.engine.messages import (
-    NO_COLUMNS,
-    Columns,
+    _NO_COLUMNS,
     Message,
     _columnar,
+    _Columns,
     _columns,
     _concat,
     _entry,
@@ -92,10 +98,10 @@ class DeliveryHeap:
 
     __slots__ = ()
 
-    _fresh: list[tuple | Columns]
+    _fresh: list[tuple | _Columns]
     _fresh_kinds: set[str]  # the kinds among them
-    _run: Columns
-    _kind_names: list[str]  # the kinds of Columns.kind codes
+    _run: _Columns
+    _kind_names: list[str]  # the kinds of _Columns.kind codes
     _kind_codes: dict[str, int]
     _cursor: int
     _run_kinds: set[str]
@@ -150,7 +156,7 @@ class DeliveryHeap:
         if head < self._alarm_at:
             self._arm(head)
 
-    def _push_columns(self, block: Columns, kind: str, head: float) -> None:
+    def _push_columns(self, block: _Columns, kind: str, head: float) -> None:
         """Queue the messages of one ``broadcast_each`` call on plain links (sequences taken just now, no
         tracer): ``head`` is their least due time."""
         self._in_flight += len(block.due)
@@ -163,7 +169,7 @@ class DeliveryHeap:
             self._arm(head)
 
     def _code(self, kind: str) -> int:
-        """The code of ``kind`` in :attr:`Columns.kind`."""
+        """The code of ``kind`` in :attr:`_Columns.kind`."""
         code = self._kind_codes.get(kind)
         if code is None:
             code = self._kind_codes[kind] = len(self._kind_names)
@@ -190,17 +196,17 @@ class DeliveryHeap:
         self._fresh, self._fresh_kinds = [], set()
         push, heap = heapq.heappush, self._heap
         unread = len(run.due) - cursor
-        if sum(len(part.due) if type(part) is Columns else 1 for part in fresh) * 4 < unread:
+        if sum(len(part.due) if type(part) is _Columns else 1 for part in fresh) * 4 < unread:
             for part in fresh:
-                if type(part) is Columns:
+                if type(part) is _Columns:
                     for entry in part.entries(0, len(part.due), self._kind_names):
                         push(heap, entry)
                 else:
                     push(heap, part)
             return
-        parts = [Columns(*(column[cursor:] for column in run))] if unread else []
+        parts = [_Columns(*(column[cursor:] for column in run))] if unread else []
         for block, group in groupby(fresh, type):  # in send order: blocks, and runs of single entries
-            if block is Columns:
+            if block is _Columns:
                 parts += group
                 continue
             entries = []
@@ -368,7 +374,7 @@ class DeliveryHeap:
             self._delivering = False
             self._note_broadcasts()
             if cursor >= end:
-                self._run, self._cursor, self._run_kinds = NO_COLUMNS, 0, set()
+                self._run, self._cursor, self._run_kinds = _NO_COLUMNS, 0, set()
             else:
                 self._cursor = cursor
             head = min(run.due.item(cursor) if cursor < end else inf, heap[0][0] if heap else inf)

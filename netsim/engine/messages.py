@@ -160,7 +160,7 @@ def _record(entry: tuple) -> Multicast | Message:
     return _new(Message, entry[2:9])
 
 
-class Columns(NamedTuple):
+class _Columns(NamedTuple):
     """Single messages as arrays, one per field: what the delivery queue's *run* holds (sorted by
     ``(due, seq)``) and what a ``broadcast_each`` call with sampled delays queues (in send order).
 
@@ -196,12 +196,12 @@ class Columns(NamedTuple):
                         self.src[start:stop].tolist(), self.dst[start:stop].tolist(), self.payload[start:stop].tolist(),
                         self.sent[start:stop].tolist(), due, self.size[start:stop].tolist(), repeat(1)))
 
-    def take(self, order: np.ndarray) -> Columns:
-        return Columns(*(column[order] for column in self))
+    def take(self, order: np.ndarray) -> _Columns:
+        return _Columns(*(column[order] for column in self))
 
 
 def _columnar(entry: tuple) -> bool:
-    """Whether a single-message entry can be held as :class:`Columns` (float times, int nodes and size)."""
+    """Whether a single-message entry can be held as :class:`_Columns` (float times, int nodes and size)."""
     return type(entry[0]) is float and type(entry[6]) is float and type(entry[3]) is int and \
         type(entry[4]) is int and type(entry[8]) is int
 
@@ -211,21 +211,21 @@ def _objects(values: Sequence[Any]) -> np.ndarray:
     return np.fromiter(values, dtype=object, count=len(values))
 
 
-def _columns(entries: list[tuple], code: Callable[[str], int]) -> Columns:
-    """Single-message entries (:func:`_columnar`) as :class:`Columns`, in their order; ``code``: a kind's code."""
+def _columns(entries: list[tuple], code: Callable[[str], int]) -> _Columns:
+    """Single-message entries (:func:`_columnar`) as :class:`_Columns`, in their order; ``code``: a kind's code."""
     due, seq, kind, src, dst, payload, sent, _, size, _ = zip(*entries, strict=True)
     kinds = set(kind)
     codes = np.full(len(kind), code(kind[0])) if len(kinds) == 1 else np.array(list(map(code, kind)), dtype=np.int64)
-    return Columns(np.array(due, dtype=np.float64), np.array(seq, dtype=np.int64), codes,
+    return _Columns(np.array(due, dtype=np.float64), np.array(seq, dtype=np.int64), codes,
                    np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), _objects(payload),
                    np.array(sent, dtype=np.float64), np.array(size, dtype=np.int64))
 
 
-def _concat(parts: list[Columns]) -> Columns:
-    return parts[0] if len(parts) == 1 else Columns(*map(np.concatenate, zip(*parts, strict=True)))
+def _concat(parts: list[_Columns]) -> _Columns:
+    return parts[0] if len(parts) == 1 else _Columns(*map(np.concatenate, zip(*parts, strict=True)))
 
 
-NO_COLUMNS = Columns(np.empty(0), *(np.empty(0, np.int64) for _ in range(4)), np.empty(0, object), np.empty(0),
+_NO_COLUMNS = _Columns(np.empty(0), *(np.empty(0, np.int64) for _ in range(4)), np.empty(0, object), np.empty(0),
                      np.empty(0, np.int64))
 
 

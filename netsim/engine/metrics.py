@@ -25,9 +25,9 @@ Two ways to feed it, which must not be mixed within one trial:
 Per-node counters are plain lists for the single-message paths (an element increment is much
 cheaper on a list than on a numpy array) plus numpy arrays for the multicast paths; the
 ``node_*`` properties add the two. The network's delivery loop, which delivers long stretches of
-single messages, only appends their receivers to :attr:`Metrics.received_ids` (one C-level
-``extend`` per stretch); those are counted with ``np.bincount`` when :attr:`node_received` is read
-or when the list grows long (:data:`Metrics.SUM_FROM`).
+single messages, only notes their receivers (:meth:`Metrics.note_received`: an array per stretch);
+those are counted with ``np.bincount`` when :attr:`node_received` is read or when many are waiting
+(:data:`Metrics.SUM_FROM` ids or :data:`Metrics.PARTS` arrays).
 """
 
 from __future__ import annotations

@@ -12,11 +12,12 @@ Delivery (see ``docs/engine.md``, "Delivery and ordering")
     :meth:`Network.broadcast_chunks` call (many senders, each its own rows of one array) is one
     entry too with constant delays, and one *flight* of arrays whatever the delays when its kind
     has a deferred reader (:mod:`netsim.engine.held`); a :meth:`Network.broadcast_each` call (many
-    senders, a payload each) builds every sender's entries in one pass, and on plain links the
+    senders, a payload each) builds every sender's messages in one pass (with sampled delays on plain
+    links, one array per field: :class:`netsim.engine.messages._Columns`), and on plain links the
     :meth:`Network.broadcast` calls of one instant are noted and made together that way before anything
     can see them (:meth:`Network._send_noted`). Single messages sent between two wake-ups are
-    sorted into a *run* when the wake-up fires; multicasts and what handlers send wait on a heap
-    (:mod:`netsim.engine.delivery`).
+    sorted into a *run* of columns when the wake-up fires; multicasts and what handlers send wait on a
+    heap (:mod:`netsim.engine.delivery`).
 
 Order at one instant (deterministic)
     1. checkpoints of the time series, then crash and restart events (they run before anything
@@ -55,15 +56,15 @@ from netsim.engine.errors import ProtocolError
 from netsim.engine.faulty import FaultySends
 from netsim.engine.held import Holding
 from netsim.engine.messages import (  # re-exported: the engine API names live here for protocols
-    NO_COLUMNS,
+    _NO_COLUMNS,
     Adversary,
     BatchHandler,
-    Columns,
     Corruptor,
     Handler,
     Message,
     Multicast,
     RecordHandler,
+    _Columns,
     _objects,
 )
 from netsim.engine.metrics import Metrics
@@ -136,7 +137,7 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
         self._sampled = None if delay.is_constant else self._law(delay)
         self._fresh: list[tuple] = []   # the delivery queue (netsim.engine.delivery)
         self._fresh_kinds: set[str] = set()
-        self._run = NO_COLUMNS
+        self._run = _NO_COLUMNS
         self._kind_names: list[str] = []
         self._kind_codes: dict[str, int] = {}
         self._cursor = 0
@@ -433,8 +434,9 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
 
         Exactly the loop of broadcasts: the same messages, sequence numbers, delay draws, counters, link
         accounting, tracer calls and delivery order. On plain links (one delay law, no loss, faults, tracer
-        or corruptor) the entries of all senders are built in one pass (one per link with sampled delays,
-        one multicast per sender with a constant delay); otherwise it is that loop.
+        or corruptor) the messages of all senders are built in one pass (with sampled delays one array per
+        field, one element per link; with a constant delay one multicast entry per sender); otherwise it is
+        that loop.
         """
         self._send_noted()
         if len(srcs) != len(payloads):
@@ -484,7 +486,7 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
         head = now + float(delays.min())
         if type(now) is float and type(size) is int and _INT.issuperset(map(type, srcs)):
             # one array per field, one message per link in sender order (float64 sums: the values of now + delay)
-            self._push_columns(Columns(now + delays, np.arange(first, first + total), np.full(total, self._code(kind)),
+            self._push_columns(_Columns(now + delays, np.arange(first, first + total), np.full(total, self._code(kind)),
                                        *self._fanout_arrays(srcs, degrees, total),
                                        np.repeat(_objects(payloads), degrees), np.full(total, now),
                                        np.full(total, size)), kind, head)
