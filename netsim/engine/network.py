@@ -482,31 +482,27 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
             return
         delays = sampled.take_array(total)  # the draws of one _send per sender
         first = self._take_sequences(total)
-        degrees = list(map(len, fanout))
         head = now + float(delays.min())
         if type(now) is float and type(size) is int and _INT.issuperset(map(type, srcs)):
             # one array per field, one message per link in sender order (float64 sums: the values of now + delay)
+            senders = np.fromiter(srcs, dtype=np.int64, count=len(srcs))
+            first_link = self._neighbor_ptr[senders]
+            counts = self._neighbor_ptr[senders + 1] - first_link
+            # link j of the output is neighbour (j - the sender's first link in the output) of its sender
+            shift = np.repeat(first_link - (np.cumsum(counts) - counts), counts)
             self._push_columns(_Columns(now + delays, np.arange(first, first + total), np.full(total, self._code(kind)),
-                                       *self._fanout_arrays(srcs, degrees, total),
-                                       np.repeat(_objects(payloads), degrees), np.full(total, now),
-                                       np.full(total, size)), kind, head)
+                                        np.repeat(senders, counts), self._neighbor_flat[shift + np.arange(total)],
+                                        np.repeat(_objects(payloads), counts), np.full(total, now),
+                                        np.full(total, size)), kind, head)
             return
         # an int time (at time 0) or numpy node ids: entries, which keep them as they are
+        degrees = list(map(len, fanout))
         dues = (now + delays).tolist()
         senders = itertools.chain.from_iterable(map(itertools.repeat, srcs, degrees))
         carried = itertools.chain.from_iterable(map(itertools.repeat, payloads, degrees))
         self._push_all(list(zip(dues, range(first, first + total), itertools.repeat(kind), senders,
                                 itertools.chain.from_iterable(fanout), carried, itertools.repeat(now), dues,
                                 itertools.repeat(size), itertools.repeat(1))), kind, head)
-
-    def _fanout_arrays(self, srcs: Sequence[int], degrees: list[int], total: int) -> tuple[np.ndarray, np.ndarray]:
-        """The sources and destinations of broadcasts from ``srcs`` (with ``degrees`` neighbours, ``total`` in all)
-        as arrays, one element per link in sender and neighbour order (a gather from the neighbour CSR)."""
-        senders = np.array(srcs, dtype=np.int64)
-        counts = np.array(degrees, dtype=np.int64)
-        # link j of the output is neighbour (j - first link of its sender) of that sender
-        shift = np.repeat(self._neighbor_ptr[senders] - (np.cumsum(counts) - counts), counts)
-        return np.repeat(senders, counts), self._neighbor_flat[shift + np.arange(total)]
 
     def _law(self, law: Distribution) -> Delays:
         """The delay stream of ``law`` (keyed by identity: laws live as long as the network)."""
