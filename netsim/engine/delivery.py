@@ -291,7 +291,7 @@ class DeliveryHeap:
                             cursor = stop - length_hint(sources)
                     else:
                         if rows is None:
-                            rows = self._rows(cursor)
+                            rows = self._rows(cursor, limit)
                         kind = handler = counts = None
                         while True:
                             entry = rows[cursor]
@@ -335,7 +335,7 @@ class DeliveryHeap:
                     if head is _END or due >= limit and (due > limit or limit_priority <= DELIVERY):
                         break
                     if rows is None:
-                        rows = self._rows(cursor)
+                        rows = self._rows(cursor, limit)
                     entry = rows[cursor]
                     cursor += 1
                 env._now = due
@@ -357,7 +357,7 @@ class DeliveryHeap:
                 batch = [entry]
                 if following == due:  # the rest of the instant, from both places, in send order
                     if rows is None:
-                        rows = self._rows(cursor)
+                        rows = self._rows(cursor, limit)
                     first = cursor
                     while rows[cursor][0] == due:
                         cursor += 1
@@ -381,9 +381,17 @@ class DeliveryHeap:
             if head < inf:
                 self._arm(head)
 
-    def _rows(self, cursor: int) -> list:
-        """The run as entries, indexed like it (``None`` before ``cursor``), closed by ``_END``."""
-        return [None] * cursor + self._run.entries(cursor, len(self._run.due), self._kind_names) + [_END]
+    def _rows(self, cursor: int, limit: float) -> list:
+        """The run's messages due by ``limit`` (the next SimPy event's time) as entries, indexed like the run
+        (``None`` before ``cursor``), closed by the ``(due, sequence)`` of the next message or ``_END``.
+
+        A wake-up delivers nothing due after its first limit (the SimPy queue only gains events while it
+        runs, so its head only moves earlier): the entries made are those it will deliver, and the closing
+        pair stops every read of the run, as ``_END`` does."""
+        run = self._run
+        stop = int(run.due.searchsorted(limit, "right"))
+        close = (run.due.item(stop), run.seq.item(stop)) if stop < len(run.due) else _END
+        return [None] * cursor + run.entries(cursor, stop, self._kind_names) + [close]
 
     def _count_stretch(self, start: int, stop: int) -> None:
         """Count the messages ``run[start:stop]`` delivered by a stretch: receivers (noted, counted in bulk
