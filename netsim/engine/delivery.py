@@ -34,7 +34,8 @@ Then one general step takes the next message in ``(due, sequence)`` order from t
 heap, alone or with the rest of its instant, for per-message handlers, batch, record and deferred
 readers, the tracer, per-node handlers and crash drops. Steps other than a uniform stretch read
 the run as entries, made from the columns the first time one of them takes a message of the run
-in a wake-up (a step that only looks at the run's head reads its due time and sequence).
+in a wake-up, of the messages due by the next SimPy event only (a step that only looks at the
+run's head reads its due time and sequence).
 
 The counters of a stretch (per-kind ``delivered``, per-node received, the network's
 ``in_flight``) are brought up to date together when it ends, before any other delivery, event or
