@@ -40,22 +40,20 @@ WHY: dict[str, str] = {
         "ratio of 1.06).",
     "engine-many/callbacks (exponential delays)":
         "3x callbacks asks for about 5,760 instructions per message (callbacks: about 17,270); engine-many "
-        "runs about 6,930. What is left is mostly the per-message Message for the handler (a NamedTuple "
-        "built from a slice of the entry) and the 10-field entry itself; keeping the sorted run as columns "
-        "(Messages built from zipped, gathered columns) was about 15 % cheaper in an isolated model of the "
-        "send, sort and stretch, and is a rewrite of the run, the heap merge and the general step not made "
-        "yet; keeping the 7 fields as a tuple inside the entry (no slice) was 1.5x slower there.",
+        "runs about 5,170 since the run is kept as columns (docs/performance.md, 'Issue 25, the run as "
+        "columns'), so a miss is the load of the machine (this ratio's rounds spread by 2x when several "
+        "processes share the cores). What is left per message: the handler call and the loop around it "
+        "(about 1,000), the Message built in C (about 600 with the zipped lists), the stable argsort and the "
+        "gather of every column (about 700 over the 1.6 sorts a message sees).",
     "engine/callbacks (exponential delays)":
         "SimPy with a timeout and a callback per message pays an event, a heap push and pop and a SimPy "
         "step per message, but no Message object, no counters and no link accounting. By callgrind it "
         "runs about 17,270 instructions per message (2.34x the heapq loop), so 3x callbacks asks for about "
-        "5,760 instructions per message from an engine at about 7,630 (noted broadcasts made together per "
-        "instant; 6,930 with one broadcast_each call per tick, the engine-many row): what is left is the "
-        "per-message entry, its slice and Message, the sort key and the noted calls; the next step is the "
-        "run kept as columns built from arrays at the send (no 10-field entry, Messages built in bulk at "
-        "the wake-up), a rewrite of the run, the heap merge and the general step not made yet. In CPU time "
-        "the callbacks loop takes about 3.2x the heapq loop (it allocates more objects per message), so the "
-        "CPU ratio is higher than the count's.",
+        "5,760 instructions per message; the engine row runs about 5,860 (the engine-many row about "
+        "5,170): the difference is the 200 broadcast calls per tick themselves (each noted, then made "
+        "together as one broadcast_each, about 2,700 instructions per call with the caller's loop). In CPU "
+        "time the callbacks loop takes about 3.2x the heapq loop (it allocates more objects per message), "
+        "so the CPU ratio is higher than the count's.",
     "realistic/paper CPU, dubey2020a-fig1a, M = 200, T = 1000, exponential delays mean 1":
         "paper mode computes the hops as sparse products per tick; realistic mode handles about 4,000 "
         "record copies per tick: the flush's 4,000 per-link delays drawn and sorted into a flight, its "

@@ -52,7 +52,9 @@ def test_broadcasts_between_other_sends_and_reads_match_the_reference_model(plan
     loss, faults = links
     net = build(law, loss, faults, seed)
     env, m, got = net.env, net.metrics, []
-    net.subscribe("M", lambda message: got.append((env.now, message.src, message.dst, message.payload)))
+    fields = []  # the Message fields the reference does not give: sent at the call's time, due now, size 1
+    net.subscribe("M", lambda message: (got.append((env.now, message.src, message.dst, message.payload)),
+                                        fields.append((message.kind, message.sent_at, message.due_at, message.size))))
     seen = []
 
     def ticks():
@@ -79,6 +81,7 @@ def test_broadcasts_between_other_sends_and_reads_match_the_reference_model(plan
     assert counts.sent == counts.delivered + counts.dropped + in_flight  # mid-run invariant
     env.run()
     assert got == reference(script, law, loss, faults, seed)
+    assert fields == [("M", script[payload][0], when, 1) for when, _, _, payload in got]
     assert net.in_flight == 0 and counts.sent == counts.delivered + counts.dropped
     links = {(int(when), min(src, d), max(src, d)) for when, src, dsts, _ in script for d in dsts}
     assert m.links_agent_agent == len(links) and all(0 < s <= len(links) for s in seen)

@@ -1,49 +1,55 @@
-"""The network's delivery queue: fresh entries, a sorted run, a heap, one SimPy wake-up, a tight loop.
+"""The network's delivery queue: fresh messages, a sorted run of columns, a heap, one SimPy wake-up, a tight loop.
 
 Part of :class:`netsim.engine.network.Network` (its base class); see ``docs/engine.md``, "Delivery and
-ordering", and the module docstring of :mod:`netsim.engine.network`. Entries are the tuples of
-:mod:`netsim.engine.messages`, delivered in ``(due, sequence)`` order; they wait in one of three places:
+ordering", and the module docstring of :mod:`netsim.engine.network`. Messages are entries (the tuples of
+:mod:`netsim.engine.messages`) or rows of :class:`~netsim.engine.messages._Columns`, delivered in
+``(due, sequence)`` order; they wait in one of three places:
 
-* ``_fresh``: the single-message entries sent outside the delivery loop since the wake-up last
-  fired, in send (sequence) order. Such a send only appends, and arms an earlier wake-up if it
-  holds the new head.
-* ``_run``: a list sorted by ``(due, sequence)``, read from ``_cursor`` on and closed by the
-  sentinel ``_END``. When the wake-up fires, the fresh entries and the unread rest of the run are
-  sorted together by due time alone: the sort is stable, the rest holds smaller sequences than any
-  fresh entry and the fresh entries are in sequence order, so ties keep send order. A tick's worth
-  of sampled-delay broadcasts thus costs one sort and then an index step per message, instead of
-  a heap push and a heap pop each.
-* ``_heap``: a binary heap for multicast entries, for the entries sent while the loop delivers (a
+* ``_fresh``: what was sent outside the delivery loop since the wake-up last fired, in send
+  (sequence) order: single-message entries, and one ``_Columns`` block per ``broadcast_each`` call
+  with sampled delays on plain links (one array per field). Such a send only appends, and arms an
+  earlier wake-up if it holds the new head.
+* ``_run``: ``_Columns`` sorted by ``(due, sequence)``, read from ``_cursor`` on. When the wake-up
+  fires, the fresh messages (entries turned into columns) and the unread rest of the run are
+  sorted together by due time alone (one stable numpy argsort, then one gather per field): the
+  rest holds smaller sequences than any fresh message and the fresh ones are in sequence order, so
+  ties keep send order. A tick's worth of sampled-delay broadcasts thus costs array work, a sort
+  and then an index step per message, instead of a heap push and a heap pop each. Entries the
+  arrays would not give back as they are (an int time, a numpy node id) stay entries, on the heap.
+* ``_heap``: a binary heap of entries for multicasts, for what is sent while the loop delivers (a
   zero-delay message sent by a handler must be seen right after that handler), and for fresh
-  entries too few to be worth re-sorting a long run (fewer than a quarter of its unread entries:
+  messages too few to be worth re-sorting a long run (fewer than a quarter of its unread ones:
   a re-sort then costs a bounded multiple of what it files, so asynchronous senders do not make
   it quadratic).
 
-The loop delivers every entry due before the next SimPy event (or at the same instant when that
+The loop delivers every message due before the next SimPy event (or at the same instant when that
 event is a clock tick), advancing the simulated clock itself. Each turn first delivers a
 *stretch* of the run: the messages due strictly before the heap's head and the next SimPy event,
 as long as each is the only one of its instant and has a per-message handler, or, when every
 message in the run is of one kind with a per-message handler and the heap is empty, all of them
 (same-instant ones too: with no batch reader among them, one at a time in send order is what the
-instant's batch would do). The stretch stops early when a handler sends or schedules something, since the bounds
-may have moved. Then one general step takes the next entry in ``(due, sequence)`` order from the
-run or the heap, alone or with the rest of its instant, for per-message handlers, batch, record
-and deferred readers, the tracer, per-node handlers and crash drops.
+instant's batch would do; each Message is built in C from the zipped columns when taken). The
+stretch stops early when a handler sends or schedules something, since the bounds may have moved.
+Then one general step takes the next message in ``(due, sequence)`` order from the run or the
+heap, alone or with the rest of its instant, for per-message handlers, batch, record and deferred
+readers, the tracer, per-node handlers and crash drops. Steps other than a uniform stretch read
+the run as entries, made from the columns the first time one of them takes a message of the run
+in a wake-up, of the messages due by the next SimPy event only (a step that only looks at the
+run's head reads its due time and sequence).
 
 The counters of a stretch (per-kind ``delivered``, per-node received, the network's
 ``in_flight``) are brought up to date together when it ends, before any other delivery, event or
-read outside the loop; its receivers are only noted (``Metrics.received_ids``, one C-level
-``extend``) and counted in bulk when read (see :mod:`netsim.engine.metrics`).
+read outside the loop; its receivers are only noted (``Metrics.note_received``, a slice of the run's
+destination column) and counted with ``np.bincount`` when read (see :mod:`netsim.engine.metrics`).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left
 from collections.abc import Callable
-from itertools import islice, repeat
-from operator import itemgetter
+from itertools import groupby
+from operator import itemgetter, length_hint
 from typing import Any
 
 import numpy as np
@@ -52,15 +58,26 @@ from simpy.core import URGENT
 
 from netsim.engine.errors import ProtocolError
 from netsim.engine.held import Holding
-from netsim.engine.messages import Message, _entry, _fanout, _first_dst, _messages, _new, _record, _subset
+from netsim.engine.messages import (
+    _NO_COLUMNS,
+    Message,
+    _columnar,
+    _Columns,
+    _columns,
+    _concat,
+    _entry,
+    _fanout,
+    _first_dst,
+    _messages,
+    _new,
+    _record,
+    _subset,
+)
 
 DELIVERY = URGENT
-_due = itemgetter(0)
 _sequence = itemgetter(1)
 _kind = itemgetter(2)
-_destination = itemgetter(4)
-_fields = itemgetter(slice(2, 9))  # an entry's Message fields
-_END = (math.inf, math.inf)  # the run's last element: reads past the last entry need no bounds check
+_END = (math.inf, math.inf)  # after the run's entries (``_rows``): reads past the last entry need no bounds check
 
 
 class _WakeUp(simpy.events.Event):
@@ -82,9 +99,11 @@ class DeliveryHeap:
 
     __slots__ = ()
 
-    _fresh: list[tuple]
+    _fresh: list[tuple | _Columns]
     _fresh_kinds: set[str]  # the kinds among them
-    _run: list[tuple]
+    _run: _Columns
+    _kind_names: list[str]  # the kinds of _Columns.kind codes
+    _kind_codes: dict[str, int]
     _cursor: int
     _run_kinds: set[str]
     _heap: list[tuple]
@@ -138,6 +157,26 @@ class DeliveryHeap:
         if head < self._alarm_at:
             self._arm(head)
 
+    def _push_columns(self, block: _Columns, kind: str, head: float) -> None:
+        """Queue the messages of one ``broadcast_each`` call on plain links (sequences taken just now, no
+        tracer): ``head`` is their least due time."""
+        self._in_flight += len(block.due)
+        if self._delivering:
+            self._push_during_delivery(block.entries(0, len(block.due), self._kind_names))
+            return
+        self._fresh.append(block)
+        self._fresh_kinds.add(kind)
+        if head < self._alarm_at:
+            self._arm(head)
+
+    def _code(self, kind: str) -> int:
+        """The code of ``kind`` in :attr:`_Columns.kind`."""
+        code = self._kind_codes.get(kind)
+        if code is None:
+            code = self._kind_codes[kind] = len(self._kind_names)
+            self._kind_names.append(kind)
+        return code
+
     def _push_during_delivery(self, entries: list[tuple]) -> None:
         """Put entries sent by a handler on the heap, where the running loop sees them."""
         heap = self._heap
@@ -150,21 +189,41 @@ class DeliveryHeap:
                 push(heap, entry)
 
     def _file(self) -> None:
-        """Move the fresh entries to the run (one stable sort with its unread rest) or, if few, to the heap."""
+        """Move the fresh messages to the run (one stable argsort with its unread rest) or, if few, to the heap.
+
+        Entries that columns would not give back as they are (an int time, a numpy node id: not
+        :func:`~netsim.engine.messages._columnar`) wait on the heap, which keeps them as they are."""
         fresh, kinds, run, cursor = self._fresh, self._fresh_kinds, self._run, self._cursor
         self._fresh, self._fresh_kinds = [], set()
-        if len(fresh) * 4 < len(run) - 1 - cursor:
-            push, heap = heapq.heappush, self._heap
-            for entry in fresh:
-                push(heap, entry)
+        push, heap = heapq.heappush, self._heap
+        unread = len(run.due) - cursor
+        if sum(len(part.due) if type(part) is _Columns else 1 for part in fresh) * 4 < unread:
+            for part in fresh:
+                if type(part) is _Columns:
+                    for entry in part.entries(0, len(part.due), self._kind_names):
+                        push(heap, entry)
+                else:
+                    push(heap, part)
             return
-        if cursor < len(run) - 1:
-            kinds |= self._run_kinds
-        del run[:cursor]  # in place: the unread rest (sorted) first, then the fresh entries in place of _END
-        run[-1:] = fresh
-        run.sort(key=_due)
-        run.append(_END)
-        self._cursor, self._run_kinds = 0, kinds
+        parts = [_Columns(*(column[cursor:] for column in run))] if unread else []
+        for block, group in groupby(fresh, type):  # in send order: blocks, and runs of single entries
+            if block is _Columns:
+                parts += group
+                continue
+            entries = []
+            for entry in group:
+                if _columnar(entry):
+                    entries.append(entry)
+                else:
+                    push(heap, entry)
+            if entries:
+                parts.append(_columns(entries, self._code))
+        if not parts:
+            return
+        columns = _concat(parts)
+        self._run = columns.take(np.argsort(columns.due, kind="stable"))  # ties keep send order
+        self._cursor = 0
+        self._run_kinds = kinds | self._run_kinds if unread else kinds
 
     def _arm(self, due: float) -> None:
         self._alarm_at = due
@@ -188,6 +247,8 @@ class DeliveryHeap:
         if self._fresh:
             self._file()
         heap, run, cursor = self._heap, self._run, self._cursor
+        end = len(run.due)
+        rows = None  # the run as entries (_rows), made when a step other than a uniform stretch first reads it
         env = self.env
         queue = env._queue
         pop = heapq.heappop
@@ -204,11 +265,9 @@ class DeliveryHeap:
                 uniform = kind, fast[kind]
         # a message alone at its instant goes to a batch reader as a batch of one, without the general step
         fast.update({kind: (handler, by_kind[kind]) for kind, handler in self._alone.items() if kind in by_kind})
-        end = len(run) - 1
         received = self.metrics.received_by_node
         inf = math.inf
         start = None  # where the running stretch started reading the run
-        reader = None  # the list iterator of a uniform stretch, while it runs
         try:
             while True:
                 size, waiting = len(queue), len(heap)
@@ -221,22 +280,24 @@ class DeliveryHeap:
                         # everything due before the bound in order, same-instant messages too (no batch
                         # reader to wait for them), until a handler sends or schedules something
                         kind, (handler, counts) = uniform
-                        reader = iter(run)  # its position is the cursor (never past the sentinel)
-                        reader.__setstate__(cursor)
-                        stop = bisect_left(run, bound, cursor, end, key=_due)
-                        for message in map(_new, repeat(Message), map(_fields, islice(reader, stop - cursor))):
-                            env._now = message[5]  # an entry's due time is its Message's due_at
-                            handler(message)
-                            if heap or len(queue) != size:
-                                break
-                        cursor = reader.__reduce__()[2]
-                        reader = None
+                        stop = max(cursor, int(run.due.searchsorted(bound)))
+                        messages, sources = run.messages(cursor, stop, self._kind_names, kind)
+                        try:
+                            for message in messages:
+                                env._now = message[5]
+                                handler(message)
+                                if heap or len(queue) != size:
+                                    break
+                        finally:  # the messages taken, the one whose handler raised included
+                            cursor = stop - length_hint(sources)
                     else:
+                        if rows is None:
+                            rows = self._rows(cursor, limit)
                         kind = handler = counts = None
                         while True:
-                            entry = run[cursor]
+                            entry = rows[cursor]
                             due = entry[0]
-                            if due >= bound or run[cursor + 1][0] == due:
+                            if due >= bound or rows[cursor + 1][0] == due:
                                 break
                             if entry[2] is not kind:
                                 target = fast.get(entry[2])
@@ -255,26 +316,34 @@ class DeliveryHeap:
                                 bound = heap[0][0] if waiting and heap[0][0] < limit else limit
                     if cursor != start:
                         counts.delivered += cursor - streak
-                        self._count_stretch(run, start, cursor)
+                        self._count_stretch(start, cursor)
                     start = None
                     if len(queue) != size or len(heap) != waiting:
                         continue  # re-read the bounds and go on with the next stretch
                 # the general step: the next entry in (due, sequence) order, the run's unless the heap's is first
-                entry = run[cursor]
-                if heap and heap[0] < entry:
+                if rows is not None:
+                    head = rows[cursor]
+                else:  # its due time and sequence only: entries are made when one is taken
+                    head = (run.due.item(cursor), run.seq.item(cursor)) if cursor < end else _END
+                if heap and heap[0] < head:
                     entry = heap[0]
-                if entry is not run[cursor]:
                     due = entry[0]
                     if due >= limit and (due > limit or limit_priority <= DELIVERY):
                         break
                     pop(heap)
                 else:
-                    due = entry[0]
-                    if entry is _END or due >= limit and (due > limit or limit_priority <= DELIVERY):
+                    due = head[0]
+                    if head is _END or due >= limit and (due > limit or limit_priority <= DELIVERY):
                         break
+                    if rows is None:
+                        rows = self._rows(cursor, limit)
+                    entry = rows[cursor]
                     cursor += 1
                 env._now = due
-                following = run[cursor][0]
+                if rows is not None:
+                    following = rows[cursor][0]
+                else:
+                    following = run.due.item(cursor) if cursor < end else inf
                 if heap and heap[0][0] < following:
                     following = heap[0][0]
                 if following != due and plain and type(entry[4]) is int:
@@ -288,39 +357,48 @@ class DeliveryHeap:
                         continue
                 batch = [entry]
                 if following == due:  # the rest of the instant, from both places, in send order
+                    if rows is None:
+                        rows = self._rows(cursor, limit)
                     first = cursor
-                    while run[cursor][0] == due:
+                    while rows[cursor][0] == due:
                         cursor += 1
-                    batch += run[first:cursor]
+                    batch += rows[first:cursor]
                     if heap and heap[0][0] == due:
                         while heap and heap[0][0] == due:
                             batch.append(pop(heap))
                         batch.sort(key=_sequence)
                 self._deliver(batch)
         finally:
-            if reader is not None:  # a handler raised inside a uniform stretch
-                cursor = reader.__reduce__()[2]
             if start is not None and cursor != start:  # a handler raised inside a stretch
                 counts.delivered += cursor - streak
-                self._count_stretch(run, start, cursor)
+                self._count_stretch(start, cursor)
             self._delivering = False
             self._note_broadcasts()
-            if run[cursor] is _END:
-                self._run, self._cursor, self._run_kinds = [_END], 0, set()
+            if cursor >= end:
+                self._run, self._cursor, self._run_kinds = _NO_COLUMNS, 0, set()
             else:
                 self._cursor = cursor
-            head = min(run[cursor][0], heap[0][0] if heap else inf)
+            head = min(run.due.item(cursor) if cursor < end else inf, heap[0][0] if heap else inf)
             if head < inf:
                 self._arm(head)
 
-    def _count_stretch(self, run: list[tuple], start: int, stop: int) -> None:
+    def _rows(self, cursor: int, limit: float) -> list:
+        """The run's messages due by ``limit`` (the next SimPy event's time) as entries, indexed like the run
+        (``None`` before ``cursor``), closed by the ``(due, sequence)`` of the next message or ``_END``.
+
+        A wake-up delivers nothing due after its first limit (the SimPy queue only gains events while it
+        runs, so its head only moves earlier): the entries made are those it will deliver, and the closing
+        pair stops every read of the run, as ``_END`` does."""
+        run = self._run
+        stop = int(run.due.searchsorted(limit, "right"))
+        close = (run.due.item(stop), run.seq.item(stop)) if stop < len(run.due) else _END
+        return [None] * cursor + run.entries(cursor, stop, self._kind_names) + [close]
+
+    def _count_stretch(self, start: int, stop: int) -> None:
         """Count the messages ``run[start:stop]`` delivered by a stretch: receivers (noted, counted in bulk
         by :class:`~netsim.engine.metrics.Metrics`), in flight."""
         self._in_flight -= stop - start
-        metrics = self.metrics
-        metrics.received_ids += map(_destination, run[start:stop])
-        if len(metrics.received_ids) >= metrics.SUM_FROM:
-            metrics.count_received()
+        self.metrics.note_received(self._run.dst[start:stop])
 
     # ------------------------------------------------------------------ delivery
     def _deliver(self, batch: list[tuple]) -> None:

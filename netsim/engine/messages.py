@@ -12,8 +12,9 @@ into what each kind of reader receives.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -203,6 +204,75 @@ def _record(entry: tuple) -> Multicast | Message:
                              np.full(n, entry[8], dtype=np.int64), payload, entry[6], entry[0])
         return _fanout(entry)
     return _new(Message, entry[2:9])
+
+
+class _Columns(NamedTuple):
+    """Single messages as arrays, one per field: what the delivery queue's *run* holds (sorted by
+    ``(due, seq)``) and what a ``broadcast_each`` call with sampled delays queues (in send order).
+
+    ``kind`` holds codes into the network's list of kind names; ``payload`` is an object array of the
+    very objects sent. Only messages whose times are floats and whose nodes and size are ints are held
+    this way (the arrays give the same objects back); the network queues others as entries.
+    """
+
+    due: np.ndarray
+    seq: np.ndarray
+    kind: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    payload: np.ndarray
+    sent: np.ndarray
+    size: np.ndarray
+
+    def messages(self, start: int, stop: int, names: list[str], kind: str | None = None) -> tuple[Iterator[Message],
+                                                                                                 Iterator[int]]:
+        """Messages ``start:stop``, each built in C when taken (the arrays as lists, zipped: one Message alive
+        at a time, so no garbage collection is triggered), and the iterator of their sources: those not
+        taken yet are its ``length_hint``. ``kind``: theirs, if they share one."""
+        kinds = repeat(kind) if kind is not None else map(names.__getitem__, self.kind[start:stop].tolist())
+        sources = iter(self.src[start:stop].tolist())
+        return map(_new, repeat(Message), zip(kinds, sources, self.dst[start:stop].tolist(),
+                                              self.payload[start:stop].tolist(), self.sent[start:stop].tolist(),
+                                              self.due[start:stop].tolist(), self.size[start:stop].tolist())), sources
+
+    def entries(self, start: int, stop: int, names: list[str]) -> list[tuple]:
+        """Queue entries (``(due, seq, *fields, 1)``, module docstring) of messages ``start:stop``."""
+        due = self.due[start:stop].tolist()
+        return list(zip(due, self.seq[start:stop].tolist(), map(names.__getitem__, self.kind[start:stop].tolist()),
+                        self.src[start:stop].tolist(), self.dst[start:stop].tolist(), self.payload[start:stop].tolist(),
+                        self.sent[start:stop].tolist(), due, self.size[start:stop].tolist(), repeat(1)))
+
+    def take(self, order: np.ndarray) -> _Columns:
+        return _Columns(*(column[order] for column in self))
+
+
+def _columnar(entry: tuple) -> bool:
+    """Whether a single-message entry can be held as :class:`_Columns` (float times, int nodes and size)."""
+    return type(entry[0]) is float and type(entry[6]) is float and type(entry[3]) is int and \
+        type(entry[4]) is int and type(entry[8]) is int
+
+
+def _objects(values: Sequence[Any]) -> np.ndarray:
+    """``values`` as a 1-d object array (a tuple or list value stays one element)."""
+    return np.fromiter(values, dtype=object, count=len(values))
+
+
+def _columns(entries: list[tuple], code: Callable[[str], int]) -> _Columns:
+    """Single-message entries (:func:`_columnar`) as :class:`_Columns`, in their order; ``code``: a kind's code."""
+    due, seq, kind, src, dst, payload, sent, _, size, _ = zip(*entries, strict=True)
+    kinds = set(kind)
+    codes = np.full(len(kind), code(kind[0])) if len(kinds) == 1 else np.array(list(map(code, kind)), dtype=np.int64)
+    return _Columns(np.array(due, dtype=np.float64), np.array(seq, dtype=np.int64), codes,
+                   np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), _objects(payload),
+                   np.array(sent, dtype=np.float64), np.array(size, dtype=np.int64))
+
+
+def _concat(parts: list[_Columns]) -> _Columns:
+    return parts[0] if len(parts) == 1 else _Columns(*map(np.concatenate, zip(*parts, strict=True)))
+
+
+_NO_COLUMNS = _Columns(np.empty(0), *(np.empty(0, np.int64) for _ in range(4)), np.empty(0, object), np.empty(0),
+                     np.empty(0, np.int64))
 
 
 def _entry(message: Message) -> tuple:

@@ -25,9 +25,9 @@ Two ways to feed it, which must not be mixed within one trial:
 Per-node counters are plain lists for the single-message paths (an element increment is much
 cheaper on a list than on a numpy array) plus numpy arrays for the multicast paths; the
 ``node_*`` properties add the two. The network's delivery loop, which delivers long stretches of
-single messages, only appends their receivers to :attr:`Metrics.received_ids` (one C-level
-``extend`` per stretch); those are counted with ``np.bincount`` when :attr:`node_received` is read
-or when the list grows long (:data:`Metrics.SUM_FROM`).
+single messages, only notes their receivers (:meth:`Metrics.note_received`: an array per stretch);
+those are counted with ``np.bincount`` when :attr:`node_received` is read or when many are waiting
+(:data:`Metrics.SUM_FROM` ids or :data:`Metrics.PARTS` arrays).
 """
 
 from __future__ import annotations
@@ -80,8 +80,9 @@ class Metrics:
         # Plain lists: incrementing one element is much cheaper than on a numpy array.
         self.sent_by_node = [0] * self.num_nodes
         self.received_by_node = [0] * self.num_nodes
-        #: receivers of delivered messages not counted in received_by_node / received_bulk yet
-        self.received_ids: list[int] = []
+        #: receivers of delivered messages not counted in received_by_node / received_bulk yet (arrays of ids)
+        self.received_ids: list[np.ndarray] = []
+        self._received_waiting = 0  # ids in received_ids
         self.links_by_node = [0] * self.num_nodes
         #: called first by every read or mark of the sent counts and links: the network makes the broadcasts it
         #: has only noted so far (``Network.broadcast``)
@@ -298,13 +299,24 @@ class Metrics:
         self.count_received()
         return np.array(self.received_by_node, dtype=np.int64) + self.received_bulk
 
+    def note_received(self, ids: np.ndarray) -> None:
+        """Note the receivers ``ids`` of delivered messages (counted with numpy when read, or when
+        :data:`SUM_FROM` ids or :data:`PARTS` arrays are waiting)."""
+        self.received_ids.append(ids)
+        self._received_waiting += len(ids)
+        if self._received_waiting >= self.SUM_FROM or len(self.received_ids) >= self.PARTS:
+            self.count_received()
+
+    #: noted receiver arrays are counted when this many are waiting (they may be views of larger arrays)
+    PARTS = 256
+
     def count_received(self) -> None:
         """Add the noted receivers (:attr:`received_ids`) to the per-node received counts."""
         ids = self.received_ids
         if ids:
-            self.received_bulk += np.bincount(np.fromiter(ids, dtype=np.int64, count=len(ids)),
-                                              minlength=self.num_nodes)
+            self.received_bulk += np.bincount(np.concatenate(ids), minlength=self.num_nodes)
             ids.clear()
+            self._received_waiting = 0
 
     @property
     def node_links(self) -> np.ndarray:

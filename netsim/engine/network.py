@@ -12,11 +12,12 @@ Delivery (see ``docs/engine.md``, "Delivery and ordering")
     :meth:`Network.broadcast_chunks` call (many senders, each its own rows of one array) is one
     entry too with constant delays, and one *flight* of arrays whatever the delays when its kind
     has a deferred reader (:mod:`netsim.engine.held`); a :meth:`Network.broadcast_each` call (many
-    senders, a payload each) builds every sender's entries in one pass, and on plain links the
+    senders, a payload each) builds every sender's messages in one pass (with sampled delays on plain
+    links, one array per field: :class:`netsim.engine.messages._Columns`), and on plain links the
     :meth:`Network.broadcast` calls of one instant are noted and made together that way before anything
     can see them (:meth:`Network._send_noted`). Single messages sent between two wake-ups are
-    sorted into a *run* when the wake-up fires; multicasts and what handlers send wait on a heap
-    (:mod:`netsim.engine.delivery`).
+    sorted into a *run* of columns when the wake-up fires; multicasts and what handlers send wait on a
+    heap (:mod:`netsim.engine.delivery`).
 
 Order at one instant (deterministic)
     1. checkpoints of the time series, then crash and restart events (they run before anything
@@ -49,12 +50,13 @@ from simpy.core import NORMAL, URGENT
 
 from netsim.engine.chunks import ChunkSends
 from netsim.engine.delays import Delays
-from netsim.engine.delivery import _END, DELIVERY, DeliveryHeap
+from netsim.engine.delivery import DELIVERY, DeliveryHeap
 from netsim.engine.distributions import Distribution
 from netsim.engine.errors import ProtocolError
 from netsim.engine.faulty import FaultySends
 from netsim.engine.held import Holding
 from netsim.engine.messages import (  # re-exported: the engine API names live here for protocols
+    _NO_COLUMNS,
     Adversary,
     BatchHandler,
     Corruptor,
@@ -62,13 +64,16 @@ from netsim.engine.messages import (  # re-exported: the engine API names live h
     Message,
     Multicast,
     RecordHandler,
+    _Columns,
     _gather,
+    _objects,
 )
 from netsim.engine.metrics import Metrics
 
 __all__ = ["Adversary", "BatchHandler", "CHECKPOINT", "Corruptor", "DELIVERY", "FAULT", "Handler", "Message",
            "Multicast", "Network", "RecordHandler", "TICK"]
 
+_INT = {int}
 _kind_and_size = operator.itemgetter(1, 3)  # of a noted broadcast (src, kind, payload, size)
 CHECKPOINT = URGENT - 2  # before everything else at the same instant
 FAULT = URGENT - 1       # crashes and restarts: after checkpoints, before deliveries
@@ -87,8 +92,8 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
     __slots__ = ("_adversary_rng", "_agent_links", "_agent_neighbors", "_alarm", "_alarm_at", "_alone",
                  "_batch_handlers", "_corruptors", "_cursor", "_delay", "_delay_rng", "_delays", "_delivering",
                  "_early", "_edge_of", "_faults", "_fresh", "_fresh_kinds", "_handlers", "_heap", "_held", "_holding",
-                 "_in_flight", "_loss", "_neighbor_edges", "_neighbors", "_node_handlers", "_noted", "_overrides",
-                 "_plain",
+                 "_kind_codes", "_kind_names", "_in_flight", "_loss", "_neighbor_edges", "_neighbor_flat",
+                 "_neighbor_ptr", "_neighbors", "_node_handlers", "_noted", "_overrides", "_plain",
                  "_record_handlers", "_run", "_run_kinds", "_sampled", "_sequence", "_server_delay", "_simple",
                  "_tracer", "_uniform_links", "adversary", "agent_dst", "agent_edge", "agent_ptr", "components",
                  "env", "graph", "metrics", "num_agents", "num_nodes", "rng", "servers")
@@ -133,7 +138,9 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
         self._sampled = None if delay.is_constant else self._law(delay)
         self._fresh: list[tuple] = []   # the delivery queue (netsim.engine.delivery)
         self._fresh_kinds: set[str] = set()
-        self._run: list[tuple] = [_END]
+        self._run = _NO_COLUMNS
+        self._kind_names: list[str] = []
+        self._kind_codes: dict[str, int] = {}
         self._cursor = 0
         self._run_kinds: set[str] = set()
         self._heap: list[tuple] = []
@@ -163,6 +170,10 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
         n = self.num_nodes
         self._neighbors = [sorted(self.graph.neighbors(v)) for v in range(n)]
         self._agent_neighbors = [[u for u in ns if u < self.num_agents] for ns in self._neighbors]
+        #: the neighbour lists as a CSR (neighbours of v: _neighbor_flat[_neighbor_ptr[v]:_neighbor_ptr[v + 1]])
+        self._neighbor_ptr = np.zeros(n + 1, dtype=np.int64)
+        self._neighbor_ptr[1:] = np.cumsum([len(ns) for ns in self._neighbors])
+        self._neighbor_flat = np.array([v for ns in self._neighbors for v in ns], dtype=np.int64)
         edge_u, edge_v = [], []
         self._edge_of: list[dict[int, int]] = [{} for _ in range(n)]
         for u in range(n):
@@ -437,8 +448,9 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
 
         Exactly the loop of broadcasts: the same messages, sequence numbers, delay draws, counters, link
         accounting, tracer calls and delivery order. On plain links (one delay law, no loss, faults, tracer
-        or corruptor) the entries of all senders are built in one pass (one per link with sampled delays,
-        one multicast per sender with a constant delay); otherwise it is that loop.
+        or corruptor) the messages of all senders are built in one pass (with sampled delays one array per
+        field, one element per link; with a constant delay one multicast entry per sender); otherwise it is
+        that loop.
         """
         self._send_noted()
         if len(srcs) != len(payloads):
@@ -461,11 +473,11 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
         if now != metrics.pending_at:
             metrics.defer_from(now)
         metrics.pending_sources += srcs  # counted by sender and marked as links when read (Metrics)
-        sequence = self._sequence
         sampled = self._sampled
         if sampled is None:  # constant delay: one entry per sender, a multicast unless it has one neighbour
             self._in_flight += total
             due = now + self._delay.args["value"]
+            sequence = self._sequence
             entries = [(due, next(sequence), kind, src, dsts[0] if len(dsts) == 1 else list(dsts), payload, now, due,
                         size, len(dsts)) for src, payload, dsts in zip(srcs, payloads, fanout, strict=True) if dsts]
             push, heap = heapq.heappush, self._heap
@@ -482,13 +494,29 @@ class Network(DeliveryHeap, ChunkSends, FaultySends):
             if due < self._alarm_at:
                 self._arm(due)
             return
-        delays = sampled.take(total)  # the draws of one _send per sender
-        remaining = iter(delays)
-        # zip takes a delay and a sequence number only for a destination it has already taken
-        entries = [((due := now + delay), number, kind, src, d, payload, now, due, size, 1)
-                   for src, payload, dsts in zip(srcs, payloads, fanout, strict=True)
-                   for d, delay, number in zip(dsts, remaining, sequence)]
-        self._push_all(entries, kind, now + min(delays))
+        delays = sampled.take_array(total)  # the draws of one _send per sender
+        first = self._take_sequences(total)
+        head = now + float(delays.min())
+        if type(now) is float and type(size) is int and _INT.issuperset(map(type, srcs)):
+            # one array per field, one message per link in sender order (float64 sums: the values of now + delay)
+            senders = np.fromiter(srcs, dtype=np.int64, count=len(srcs))
+            first_link = self._neighbor_ptr[senders]
+            counts = self._neighbor_ptr[senders + 1] - first_link
+            # link j of the output is neighbour (j - the sender's first link in the output) of its sender
+            shift = np.repeat(first_link - (np.cumsum(counts) - counts), counts)
+            self._push_columns(_Columns(now + delays, np.arange(first, first + total), np.full(total, self._code(kind)),
+                                        np.repeat(senders, counts), self._neighbor_flat[shift + np.arange(total)],
+                                        np.repeat(_objects(payloads), counts), np.full(total, now),
+                                        np.full(total, size)), kind, head)
+            return
+        # an int time (at time 0) or numpy node ids: entries, which keep them as they are
+        degrees = list(map(len, fanout))
+        dues = (now + delays).tolist()
+        senders = itertools.chain.from_iterable(map(itertools.repeat, srcs, degrees))
+        carried = itertools.chain.from_iterable(map(itertools.repeat, payloads, degrees))
+        self._push_all(list(zip(dues, range(first, first + total), itertools.repeat(kind), senders,
+                                itertools.chain.from_iterable(fanout), carried, itertools.repeat(now), dues,
+                                itertools.repeat(size), itertools.repeat(1))), kind, head)
 
     def _law(self, law: Distribution) -> Delays:
         """The delay stream of ``law`` (keyed by identity: laws live as long as the network)."""
