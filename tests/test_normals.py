@@ -47,3 +47,27 @@ def test_other_generators_and_layouts_fall_back_to_numpy():
                           np.random.Generator(np.random.Philox(1)).standard_normal(4000))
     with pytest.raises(ValueError, match="contiguous"):  # NumPy's own refusal of a strided out
         normals.standard_normal(pcg(1), np.empty((4000, 2))[:, 0])
+
+
+def test_a_buffered_half_word_is_kept():
+    """A generator holding half a word from a 32-bit draw keeps it (NumPy's normals never touch it)."""
+    theirs, mine = pcg(11), pcg(11)
+    for g in (theirs, mine):
+        g.integers(0, 1000, dtype=np.uint32)
+    want = theirs.standard_normal(5000)
+    assert np.array_equal(normals.standard_normal(mine, np.empty(5000)), want)
+    assert mine.bit_generator.state == theirs.bit_generator.state
+    assert mine.integers(0, 2**32, dtype=np.uint32) == theirs.integers(0, 2**32, dtype=np.uint32)
+
+
+def test_normals_whose_words_straddle_the_compiled_chunks():
+    """Many seeds and lengths around the loop's chunk of words: rejected normals whose words run past a chunk
+    (about 2 % of normals take more than one word) start the next chunk with those words."""
+    from netsim.engine.normals_loop import CHUNK
+
+    assert normals._kernel() is not None  # (a kernel failing its own check would fall back to NumPy's draw)
+    for seed in range(150):
+        size = CHUNK * (2 + seed % 5) + seed - 75
+        theirs, mine = pcg(seed), pcg(seed)
+        assert np.array_equal(normals.standard_normal(mine, np.empty(size)), theirs.standard_normal(size))
+        assert mine.bit_generator.state == theirs.bit_generator.state

@@ -3,21 +3,21 @@
 NumPy draws a standard normal with a 256-layer ziggurat (Marsaglia & Tsang 2000): one 64-bit word
 gives the layer (8 bits), the sign (1 bit) and a 52-bit magnitude, accepted at once about 99 % of the
 time; a rejected word is followed by more words (a wedge test with one uniform, or, in the base layer,
-the tail with pairs of uniforms) before a new word is tried. NumPy's loop branches on the random sign
-bit, about half of which the processor mispredicts: 15-19 ns a normal on the project's 2-core machine,
-against 2.6 ns for the raw word. :func:`standard_normal` reads the raw words of the generator in one
-block (``bit_generator.random_raw``) and runs the same algorithm with the same tables over them in a
-compiled loop without that branch, about 8 ns a normal: the same words, the same arithmetic (products,
-comparisons, and for the rare rejections the same ``exp``/``log1p``), hence bit for bit the same
-values, and the generator ends in the same state (``tests/test_normals.py`` compares both).
+the tail with pairs of uniforms) before a new word is tried. NumPy's loop calls the generator once per
+word and branches on the random sign bit, about half of which the processor mispredicts: 15-19 ns a
+normal on the project's 2-core machine. :func:`standard_normal` runs the same algorithm with the same
+tables in a compiled loop without that branch, over words it generates itself: PCG64's own recurrence
+and output (the generator's state and increment are read from ``bit_generator.state``), in four
+interleaved lanes so that successive 128-bit multiplications do not wait for each other
+(:mod:`netsim.engine.normals_loop`). The same words, the same arithmetic (products, comparisons, and for
+the rare rejections the same ``exp``/``log1p``), hence bit for bit the same values; the generator is then
+advanced by exactly the words used (``PCG64.advance``, its buffered 32-bit half kept), so it ends in the
+state NumPy leaves (``tests/test_normals.py`` compares both).
 
-The words are taken as they are needed: a block of as many words as normals are still missing (each
-normal takes at least one), then again for the normals that rejections left short, so no word is
-drawn that NumPy would not draw. The ziggurat tables are NumPy's (copied into numba's
-``numba.np.random._constants``); the first call checks the loop against ``standard_normal`` on a fixed
-sample and uses NumPy's own draw whenever numba, its tables or that check fail, and for other bit
-generators and short draws (below :data:`SHORT`), which are not worth loading numba for. numba is
-imported on first use only.
+The ziggurat tables are NumPy's (copied into numba's ``numba.np.random._constants``); the first call
+checks the loop against ``standard_normal`` on a fixed sample and uses NumPy's own draw whenever numba,
+its tables or that check fail, and for other bit generators and short draws (below :data:`SHORT`), which
+are not worth loading numba for. numba is imported on first use only.
 """
 
 from __future__ import annotations
@@ -42,16 +42,30 @@ def standard_normal(rng: np.random.Generator, out: np.ndarray) -> np.ndarray:
 
 
 def _fill(kernel: tuple[Any, tuple], rng: np.random.Generator, flat: np.ndarray) -> None:
-    """``flat`` from the raw words of ``rng``, a block of as many words as normals are missing at a time."""
+    """``flat`` from the words of ``rng``'s PCG64, which is then advanced past the words used."""
     fill, tables = kernel
-    done, left = 0, np.empty(0, dtype=np.uint64)
-    while done < flat.size:
-        raw = rng.bit_generator.random_raw(flat.size - done)
-        if left.size:  # the words of a normal that the previous block left unfinished
-            raw = np.concatenate([left, raw])
-        made, used = fill(raw, flat[done:], *tables)
-        done += made
-        left = raw[used:]
+    generator = rng.bit_generator
+    before = generator.state
+    state, inc = before["state"]["state"], before["state"]["inc"]
+    used = fill(flat, *_halves(state), *_halves(inc), *_halves(_MULTIPLIER), *_halves(_FOUR),
+                *_halves(_FOUR_INC * inc % _MOD), *tables)
+    generator.advance(used)
+    if before["has_uint32"]:  # advance drops the buffered half of a word that NumPy's normals leave alone
+        after = generator.state
+        after["has_uint32"], after["uinteger"] = before["has_uint32"], before["uinteger"]
+        generator.state = after
+
+
+def _halves(value: int) -> tuple[np.uint64, np.uint64]:
+    """A 128-bit integer as its (high, low) 64-bit halves."""
+    return np.uint64(value >> 64), np.uint64(value & 0xFFFFFFFFFFFFFFFF)
+
+
+_MOD = 1 << 128
+_MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645  # PCG64's 128-bit LCG multiplier (NumPy's pcg64.h)
+# four steps s -> a s + c at once: s -> a^4 s + (1 + a + a^2 + a^3) c (each lane of the compiled loop takes these)
+_FOUR = _MULTIPLIER**4 % _MOD
+_FOUR_INC = (1 + _MULTIPLIER + _MULTIPLIER**2 + _MULTIPLIER**3) % _MOD
 
 
 @cache
