@@ -78,13 +78,27 @@ def test_shared_draw_is_the_draw_and_moves_the_generator():
     assert shared.misses == 3  # forgotten draws are made again
 
 
-def test_units_of_one_seed_sequence_are_grouped_side_by_side():
+def test_a_group_is_one_seed_sequence_and_one_bandit():
+    """FedUCB trials share only the draws of one seed sequence and one bandit (lockstep_scope "seed"): a group
+    holds the units of one seed sequence with the same agents and bandit, never two seed sequences."""
     sc = S.load("dubey2020b-fig1a-sync", {"run.horizon": 10})
+    units = [runner.Unit(sc, t, p) for p in ((), (1,)) for t in (0, 1)] + [runner.Unit(sc, 0)]
+    for jobs in (1, 2):
+        assert runner.lockstep_groups(units, jobs) == [[0, 4], [1], [2], [3]]
+    other_d = S.load("dubey2020b-fig1a-sync", {"run.horizon": 10, "bandit.dimension": 4})
+    more = S.load("dubey2020b-fig1a-sync", {"run.horizon": 10, "network.agents": 3})
+    sets = [runner.Unit(scenario, t) for t in range(3) for scenario in (sc, other_d, sc, more)]
+    assert runner.lockstep_groups(sets, 2) == [[0, 2], [1], [3], [4, 6], [5], [7], [8, 10], [9], [11]]
+
+
+def test_trials_of_other_seeds_share_a_group_when_the_protocol_steps_them_along_an_axis():
+    """lockstep_scope "trials" (zhu2021): whole seed sequences are put together up to the group size."""
+    sc = S.load("zhu2021-fig2a-eps1")
+    sets = [runner.Unit(sc, t) for t in range(4) for _ in range(3)]  # 4 seeds x 3 variants, 2 jobs: whole seeds
+    assert runner.lockstep_groups(sets, 2) == [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]]
     units = [runner.Unit(sc, t, p) for p in ((), (1,)) for t in (0, 1)] + [runner.Unit(sc, 0)]
     assert runner.lockstep_groups(units, 1) == [[0, 4, 1, 2, 3]]
     assert runner.lockstep_groups(units, 2) == [[0, 4, 1], [2, 3]]  # groups of at most 3, a seed kept whole
-    sets = [runner.Unit(sc, t) for t in range(4) for _ in range(3)]  # 4 seeds x 3 variants, 2 jobs: whole seeds
-    assert runner.lockstep_groups(sets, 2) == [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]]
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -98,8 +112,9 @@ def test_runner_groups_give_the_results_of_single_units(jobs):
 
 def test_paper_mode_trials_step_on_stacks_equal_to_alone(monkeypatch):
     """The stacked driver (protocols.feducb.lockstep) takes the paper-mode trials that draw alike, by matrix
-    layout and horizon: budgets and O(MT) at M = 3 together, eps = inf (no W) and a shorter run apart, M = 4
-    alone; a trial with delays steps on its own events. Each gets its results alone, bit for bit."""
+    layout and horizon: budgets and O(MT) at M = 3 together, eps = inf (no W) and a shorter run apart; M = 4
+    has a key of its own and runs alone (no stack); a trial with delays steps on its own events. Each gets its
+    results alone, bit for bit."""
     from protocols.feducb import lockstep
 
     sizes: list[int] = []
@@ -118,7 +133,7 @@ def test_paper_mode_trials_step_on_stacks_equal_to_alone(monkeypatch):
     scenarios = [S.load("dubey2020b-fig1a-sync", {**base, **extra}) for extra in sets]
     alone = [run_trial(sc, trial_sequence(11, 0), 0) for sc in scenarios]
     together = run_trials([(sc, trial_sequence(11, 0), 0) for sc in scenarios])
-    assert sorted(sizes) == [1, 1, 1, 3]
+    assert sorted(sizes) == [1, 1, 3]
     for a, b in zip(alone, together, strict=True):
         _same(a, b)
     assert alone[2].row["rounds"] == 50 and 1 < alone[0].row["rounds"] < 50  # rounds ran through the stacked states

@@ -38,7 +38,8 @@ Subclasses declare:
 * optionally ``check_network(scenario, network)``: checks that need the built network (trial 0's
   graph), e.g. a message life that resolves to no relaying on it;
 * optionally ``lockstep_key(scenario)`` and ``lockstep(protocols)``: several trials stepped together
-  along an array axis (each numpy call serves them all), with results equal to running each alone;
+  along an array axis (each numpy call serves them all), with results equal to running each alone
+  (``lockstep_scope``: whether trials of different seeds may be grouped);
 * ``columns``: the extra ``trials.csv`` columns :meth:`Protocol.results` may return, each with its
   label and unit (``{"sample_complexity": P.column("sample complexity", "rounds", doc=...)}``; a
   tuple of names is accepted, shown by name); a study's figures may plot them, ``netsim explain``
@@ -124,6 +125,13 @@ class Protocol:
         """None (the default): each trial of ``scenario`` runs alone. Otherwise a hashable value: trials
         of scenarios with equal keys may be run together by :meth:`lockstep` (the runner groups them)."""
         return None
+
+    #: which trials with equal :meth:`lockstep_key` the runner puts in one group: ``"trials"`` (any of them,
+    #: whatever their seeds: a protocol that steps trials along an array axis) or ``"seed"`` (only the units of
+    #: one seed sequence, the variants of one trial of a study: a protocol whose lockstep saves only the draws
+    #: those units share; trials of other seeds would step in turn with it and only evict each other's arrays
+    #: from the cache)
+    lockstep_scope: ClassVar[str] = "trials"
 
     @classmethod
     def lockstep(cls, protocols: list[Protocol]) -> Callable[[float], None]:

@@ -413,13 +413,29 @@ def run_lockstep(sims: list[Simulation]) -> list[TrialResult]:
     return results
 
 
+def lockstep_scope(scenario: Scenario) -> str:
+    """``"trials"`` or ``"seed"``: which trials with equal :func:`lockstep_key` may share a group (the protocol's
+    ``lockstep_scope``; ``"seed"``: only the units of one seed sequence)."""
+    return getattr(protocols.get(scenario.protocol["name"], key="protocol.name"), "lockstep_scope", "trials")
+
+
 def run_trials(units: list[tuple[Scenario, np.random.SeedSequence, int]]) -> list[TrialResult]:
-    """Run ``(scenario, seed sequence, trial)`` units, in lockstep where they share a non-None
-    :func:`lockstep_key` (else one by one); the results are those of :func:`run_trial` on each unit."""
-    keys = [lockstep_key(scenario) for scenario, _, _ in units]
-    if len(units) < 2 or keys[0] is None or any(key != keys[0] for key in keys):
-        return [run_trial(*unit) for unit in units]
-    sims = [Simulation(scenario, sequence, trial=trial) for scenario, sequence, trial in units]
-    if any(sim.faults.active or sim.network.adversary is not None for sim in sims):
-        return [sim.run() for sim in sims]
-    return run_lockstep(sims)
+    """Run ``(scenario, seed sequence, trial)`` units, in lockstep where several share a non-None
+    :func:`lockstep_key` (each such set together, every other unit alone); the results, in the order of
+    ``units``, are those of :func:`run_trial` on each unit."""
+    together: dict[Any, list[int]] = {}
+    for index, (scenario, _, _) in enumerate(units):
+        together.setdefault(lockstep_key(scenario) if len(units) > 1 else None, []).append(index)
+    results: list[TrialResult | None] = [None] * len(units)
+    for key, members in together.items():
+        if key is None or len(members) < 2:
+            done = [run_trial(*units[i]) for i in members]
+        else:
+            sims = [Simulation(units[i][0], units[i][1], trial=units[i][2]) for i in members]
+            if any(sim.faults.active or sim.network.adversary is not None for sim in sims):
+                done = [sim.run() for sim in sims]
+            else:
+                done = run_lockstep(sims)
+        for i, result in zip(members, done, strict=True):
+            results[i] = result
+    return results

@@ -34,7 +34,7 @@ from typing import Any, Self
 from netsim.engine import registry
 from netsim.engine.errors import InputError
 from netsim.engine.scenario import Scenario
-from netsim.engine.sim import TrialResult, lockstep_key, run_trial, run_trials
+from netsim.engine.sim import TrialResult, lockstep_key, lockstep_scope, run_trial, run_trials
 from netsim.engine.streams import trial_sequence
 
 EXECUTORS = ("serial", "process", "dask")
@@ -80,8 +80,9 @@ def lockstep_groups(units: Sequence[Unit], jobs: int = 1) -> list[list[int]]:
     groups when there are as many such units; every other unit is a group of its own. Within a key, the
     units of one seed sequence (point and trial: the variants of a study) stay in one group unless they
     are more than a group holds (a protocol may make their common draws once,
-    ``netsim.engine.streams.SharedDraws``). Results do not depend on the grouping (a lockstep run gives each
-    trial its own results).
+    ``netsim.engine.streams.SharedDraws``); a protocol whose ``lockstep_scope`` is ``"seed"`` gets a group
+    per seed sequence and key, never one holding two seed sequences. Results do not depend on the grouping
+    (a lockstep run gives each trial its own results).
     """
     by_key: dict[Any, list[int]] = {}
     groups: list[list[int]] = []
@@ -95,6 +96,7 @@ def lockstep_groups(units: Sequence[Unit], jobs: int = 1) -> list[list[int]]:
     size = max(1, min(LOCKSTEP_MAX, math.ceil(together / max(1, jobs))))
     for members in by_key.values():
         target = math.ceil(len(members) / math.ceil(len(members) / size))  # even groups of at most size
+        alone = lockstep_scope(units[members[0]].scenario) == "seed"  # one seed sequence a group
         group: list[int] = []
         seed_sets = [list(same) for _, same in itertools.groupby(
             sorted(members, key=lambda i: (units[i].point, units[i].trial, i)),
@@ -102,7 +104,7 @@ def lockstep_groups(units: Sequence[Unit], jobs: int = 1) -> list[list[int]]:
         for same in seed_sets:
             for start in range(0, len(same), target):  # one seed sequence, cut only if too many
                 part = same[start:start + target]
-                if len(group) + len(part) > target:
+                if group and (alone or len(group) + len(part) > target):
                     groups.append(group)
                     group = []
                 group += part

@@ -176,10 +176,15 @@ class CentralizedFedUCB(Protocol):
     def check(cls, scenario: Any) -> None:
         check_timer(scenario.protocol)
 
+    lockstep_scope = "seed"  # only trials of one seed sequence can share a draw
+
     @classmethod
     def lockstep_key(cls, scenario: Any) -> Any:
-        """Trials of one seed run together (the runner puts those of one seed sequence side by side)."""
-        return scenario.run["seed"]
+        """Trials that may observe the same contexts run together: one seed sequence (``lockstep_scope``), the
+        same agents and the same bandit (the contexts depend on nothing else). Fig. 1(C)'s variants differ in d
+        and share nothing: each runs alone (stepping them in turn only evicted each other's arrays from the
+        cache: 15.3 against 13.2 CPU s, medians of nine runs of its trial-0 group at T / 4)."""
+        return scenario.run["seed"], scenario.network["agents"], repr(scenario.bandit)
 
     @classmethod
     def lockstep(cls, protocols: list[CentralizedFedUCB]) -> Any:

@@ -55,13 +55,14 @@ class Lockstep:
         live = [p for p in self.protocols if when < p.sim.horizon]
         if not live:
             return
-        contexts = [p.sim.bandit.observe(p.everyone) for p in live]
-        if self.stacks is None:
-            self.stacks = _stacks(live, contexts)
-        drawn = {id(p): x for p, x in zip(live, contexts, strict=True)}
-        for stack in self.stacks:
-            if id(stack.protocols[0]) in drawn:
-                stack.tick(when, [drawn[id(p)] for p in stack.protocols])
+        drawn: dict[int, np.ndarray] = {}
+        if self.stacks is None:  # formed from the first tick's contexts
+            drawn = {id(p): p.sim.bandit.observe(p.everyone) for p in live}
+            self.stacks = _stacks(live, [drawn[id(p)] for p in live])
+        for stack in self.stacks:  # later, a stack's contexts are drawn right before its tick (still in the cache)
+            if when < stack.protocols[0].sim.horizon:
+                stack.tick(when, [drawn[id(p)] if drawn else p.sim.bandit.observe(p.everyone)
+                                  for p in stack.protocols])
 
 
 def _stacks(protocols: list[Any], contexts: list[np.ndarray]) -> list[_Stack]:
