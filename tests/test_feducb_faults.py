@@ -159,3 +159,53 @@ def test_server_crash_stalls_synchronisation_until_restart(state):
     assert rounds[41] == rounds[89]  # nothing completes while the controller is down
     assert rounds[-1] > rounds[89] + 50  # mt: about one round per trial again
     assert row["dropped_crashed"] > 0
+
+
+# ---------------------------------------------------------------------- paper mode's stacked round against the loop
+def _outcome(sc, seed):
+    """The run's row and the bytes of every learner's statistics and of the controller's last (S, s)."""
+    sim = Simulation(sc, trial_sequence(seed, 0))
+    row = sim.run().row
+    state, sync = sim.protocol.state, sim.protocol.last_sync
+    return row, [a.tobytes() for a in (state.S, state.s, state.inv, state.logdet, state.u_tilde, *sync[1:])]
+
+
+@pytest.mark.parametrize("epsilon", [math.inf, 1000.0])
+@pytest.mark.parametrize("how", [
+    {},
+    {"faults": {"duplication": 0.3}},
+    {"server_delay": {"model": "exponential", "mean": 0.5}, "faults": {"duplication": 0.2, "reorder": 0.2}},
+    {"server_delay": {"model": "exponential", "mean": 0.5},
+     "faults": {"crashes": [{"node": 1, "start": 40, "end": 90}], "state": "lost"}},
+])
+def test_stacked_uploads_are_the_loop_over_uploads(monkeypatch, epsilon, how):
+    """A round whose uploads arrive as one group from every agent, the very payloads of one call, is held and summed
+    as the stacks they are rows of (CentralizedFedUCB._hold_stacked), and a run in which no agent restarted without its
+    state books a round's uploads as the agents' latest at once; with both shortcuts switched off every upload goes
+    through the loops (the plain reference). Same rows, per-agent and per-slot results, bit for bit, with and
+    without privacy, in paper mode, with duplicated messages, and with server delays, reordering and a crash."""
+    from protocols.feducb.centralized import CentralizedFedUCB
+
+    sc = build(agents=5, horizon=150, epsilon=epsilon, **how)
+    taken = []
+    shortcut = CentralizedFedUCB._hold_stacked
+
+    def counted(self, uploads):
+        held = shortcut(self, uploads)
+        taken.append(held)
+        return held
+
+    monkeypatch.setattr(CentralizedFedUCB, "_hold_stacked", counted)
+    fast = _outcome(sc, 3)
+    monkeypatch.setattr(CentralizedFedUCB, "_hold_stacked", lambda self, uploads: False)
+    start = CentralizedFedUCB.start
+
+    def restarted_somewhere(self):  # a tree of a restarted agent that is no agent: _close_round's loop, every round
+        start(self)
+        self.reborn[-1] = None
+
+    monkeypatch.setattr(CentralizedFedUCB, "start", restarted_somewhere)
+    plain = _outcome(sc, 3)
+    assert fast == plain
+    if not how:  # paper mode: every round takes the shortcut
+        assert all(taken) and len(taken) == fast[0]["rounds"] > 100

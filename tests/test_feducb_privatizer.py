@@ -181,3 +181,24 @@ def test_noise_read_ahead_is_one_normal_call_per_node():
         q = rng.normal(size=(len(streams), 4, 4))
         assert np.array_equal(plain.release(q, streams), ahead.release(q, streams))
     assert plain.noise_drawn.tolist() == ahead.noise_drawn.tolist() and max(ahead.noise_drawn) > 32
+
+
+@pytest.mark.parametrize("read_ahead", [False, True])
+@pytest.mark.parametrize("epsilon", [1.0, math.inf])
+def test_a_release_of_every_stream_is_the_release_of_each_alone(read_ahead, epsilon):
+    """Every stream at once in order (built in place in the levels' arrays) releases, bit for bit, what each stream
+    released on its own (the gathered-rows path) does, over two blocks of read-ahead noise; so do the node totals
+    of the levels each release reads."""
+    c = cal(dimension=3, releases=128, epsilon=epsilon)
+    whole, alone = (GaussianTreePrivatizer(c, [np.random.default_rng(70 + i) for i in range(3)], read_ahead=read_ahead)
+                    for _ in range(2))
+    rng = np.random.default_rng(5)
+    for r in range(1, 70):
+        q = rng.normal(size=(3, 4, 4))
+        together = whole.release(q)
+        one_by_one = np.concatenate([alone.release(q[j:j + 1], np.array([j])) for j in range(3)])
+        assert together.tobytes() == one_by_one.tobytes()
+        for level in range(r.bit_length()):
+            if r >> level & 1:
+                assert whole._node[level].tobytes() == alone._node[level].tobytes()
+    assert whole.noise_drawn.tolist() == alone.noise_drawn.tolist()

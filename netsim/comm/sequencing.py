@@ -25,6 +25,8 @@ turn, exactly as the single calls would.
 
 from __future__ import annotations
 
+from itertools import repeat
+
 WINDOW = 64
 INCARNATION = 1 << 32
 _FULL = (1 << WINDOW) - 1  # the window's mask, every bit set
@@ -47,6 +49,10 @@ class Sequencer:
     def next_each(self, senders: list[int]) -> list[int]:
         """:meth:`next` of each of ``senders`` in turn (a sender named twice gets two numbers)."""
         numbers = self._next
+        if len(set(senders)) == len(senders):  # distinct senders: one lookup and one store each, without a loop
+            out = list(map(numbers.get, senders, repeat(0)))
+            numbers.update(zip(senders, map((1).__add__, out)))
+            return out
         out = []
         for sender in senders:
             value = numbers.get(sender, 0)

@@ -103,6 +103,7 @@ clock, every agent's contexts are drawn at once and the UCB runs as batched prod
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -231,6 +232,7 @@ class CentralizedFedUCB(Protocol):
         self.ahead: tuple[float, np.ndarray, list[int]] | None = None  # a tick computed by a lockstep driver
         self.server = sim.servers[0].id
         self.everyone = np.arange(M)
+        self.everyone_list = self.everyone.tolist()
         self.up = sim.faults.up
         # agents
         self.pending = np.zeros(M, dtype=bool)  # request sent or call answered, sync not yet received
@@ -243,7 +245,11 @@ class CentralizedFedUCB(Protocol):
         self.completed = 0
         self.round_open = False
         self.open_round = 0
-        self.uploads: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}
+        self.uploads: dict[int, tuple[int, int, np.ndarray, np.ndarray]] = {}  # agent -> its upload (r, inc., U, u)
+        # the uploads of the last call answered by every agent at once (paper mode), and the stacked statistics whose
+        # rows they carry: when exactly these arrive as one group, the round sums the stacks (_on_upload)
+        self.answered_round: tuple[list[tuple], np.ndarray, np.ndarray] | None = None
+        self.stacked: tuple[np.ndarray, np.ndarray] | None = None  # the open round's uploads as stacks, if so held
         self.waiting: set[int] = set()  # agents the open round waits for
         self.call_numbers: dict[int, int] = {}  # transport number of the open round's call to each agent
         self.suspected = np.zeros(M, dtype=bool)  # given up in a round, not heard from since
@@ -353,11 +359,14 @@ class CentralizedFedUCB(Protocol):
             rounds += [r] * len(fresh)
         if not agents:
             return
-        self.pending[agents] = True
-        every = len(agents) == len(self.everyone) and agents == self.everyone.tolist()  # a round's call, in order
-        gram, vec = self.privatizer.split(self.privatizer_release(np.array(agents, dtype=np.int64), every=every))
-        payloads = list(zip(rounds, self.incarnation[agents].tolist(), gram, vec, strict=True))
+        every = agents == self.everyone_list  # a round's call, in order: whole arrays and slices, not gathered rows
+        self.pending[slice(None) if every else agents] = True
+        gram, vec = self.privatizer.split(self.privatizer_release(self.everyone if every else
+                                                                  np.array(agents, dtype=np.int64), every=every))
+        incarnations = self.incarnation.tolist() if every else self.incarnation[agents].tolist()
+        payloads = list(zip(rounds, incarnations, gram, vec, strict=True))
         self.upload_link.send_each(agents, self.server, payloads, size=(self.d + 1) ** 2)
+        self.answered_round = (payloads, gram, vec) if every and len(calls) == 1 else None  # one round's call
 
     def privatizer_release(self, agents: np.ndarray, *, every: bool = False) -> np.ndarray:
         """Alg. 1 line 16: privatise Q of ``agents`` (all agents release together in Alg. 1); ``every``: ``agents``
@@ -374,7 +383,7 @@ class CentralizedFedUCB(Protocol):
         return out
 
     def _on_sync(self, syncs: list[Fanout]) -> None:
-        everyone = self.everyone.tolist()
+        everyone = self.everyone_list
         for (r, S, s), _, dsts in syncs:  # a copy, or a sync older than the last applied, is ignored
             fresh = self.syncs_seen.newest_each(dsts.tolist(), self.server, r)
             if not fresh:
@@ -423,24 +432,46 @@ class CentralizedFedUCB(Protocol):
     def _open_round(self) -> None:
         self.round_open = True
         self.open_round = r = self.completed + 1
-        self.uploads = {}
-        self.waiting = set(np.flatnonzero(~self.suspected).tolist())
-        agents = list(range(self.sim.num_agents))
-        self.call_numbers = dict(zip(agents, self.calls.send_many(self.server, agents, r), strict=True))
+        self.uploads, self.stacked = {}, None
+        self.waiting = set(np.flatnonzero(~self.suspected).tolist() if self.suspected.any() else self.everyone_list)
+        numbers = self.calls.send_many(self.server, self.everyone_list, r)
+        # the transport's number of each agent's call (datagrams have none: the reliable path reads them)
+        self.call_numbers = dict(zip(self.everyone_list, numbers, strict=True)) if self.calls.reliable else {}
 
     def _on_upload(self, uploads: list[Fanin]) -> None:
+        if self._hold_stacked(uploads):
+            self._close_if_complete()
+            return
         reliable, held = self.calls.reliable, self.uploads
         for payloads, srcs, _ in uploads:
             self.suspected[srcs] = False  # heard from
-            for agent, (r, incarnation, gram, vec) in zip(srcs.tolist(), payloads, strict=True):
+            for agent, payload in zip(srcs.tolist(), payloads, strict=True):
+                r, incarnation, gram, vec = payload
                 if self.round_open and r == self.open_round:
                     if reliable:  # the upload answers the call
                         self.calls.answered(self.server, agent, self.call_numbers[agent])
                     if agent not in held:  # one per agent and round
-                        held[agent] = (incarnation, gram, vec)
+                        held[agent] = payload
                 else:  # late: its round closed without it; still the agent's newest data if newer than held
                     self._keep(agent, r, incarnation, gram, vec)
         self._close_if_complete()
+
+    def _hold_stacked(self, uploads: list[Fanin]) -> bool:
+        """Paper mode's shortcut of :meth:`_on_upload`: the open round's first uploads are one group from every agent
+        in order, the very payloads of one round's call (:attr:`answered_round`, all of round r): held as the loop
+        would hold them (every agent heard from, each upload new), with the stacks they are rows of, which
+        :meth:`_close_round` sums as they are. Anything else (datagrams only) takes the loop."""
+        sent = self.answered_round
+        if sent is None or len(uploads) != 1 or self.uploads or not self.round_open or self.calls.reliable:
+            return False
+        payloads, srcs, _ = uploads[0]
+        if len(payloads) != len(sent[0]) or payloads[0][0] != self.open_round \
+                or not all(map(operator.is_, payloads, sent[0])) or not np.array_equal(srcs, self.everyone):
+            return False
+        self.suspected[srcs] = False  # heard from
+        self.uploads = dict(zip(srcs.tolist(), payloads, strict=True))
+        self.stacked = sent[1:]
+        return True
 
     def _gave_up(self, src: int, agent: int, r: int) -> None:
         """``give_up`` calls of round ``r`` to ``agent`` went unanswered: stop waiting for it."""
@@ -467,16 +498,24 @@ class CentralizedFedUCB(Protocol):
         self.calls.cancel(self.server)
         r = self.open_round
         latest = self.latest
-        for agent, (incarnation, gram, vec) in self.uploads.items():
-            before = latest.get(agent)
-            if before is None or (before[1] == incarnation and before[0] < r):  # newer, same incarnation: held
-                latest[agent] = (r, incarnation, gram, vec)
-            else:
-                self._keep(agent, r, incarnation, gram, vec)
-        shift = self.cal.shift * np.eye(self.d)
+        if not self.reborn:  # one incarnation: every held upload (round r) is newer than the agent's latest
+            latest.update(self.uploads)
+        else:
+            for agent, (_, incarnation, gram, vec) in self.uploads.items():
+                before = latest.get(agent)
+                if before is None or (before[1] == incarnation and before[0] < r):  # newer, same incarnation: held
+                    latest[agent] = (r, incarnation, gram, vec)
+                else:
+                    self._keep(agent, r, incarnation, gram, vec)
         # Alg. 1 line 18: the sum of every agent's latest release (this round's, in arrival order, first)
-        grams = [g for _, g, _ in self.uploads.values()]
-        vecs = [v for _, _, v in self.uploads.values()]
+        if self.stacked is not None and not self.former:  # every agent's, in agent order: the stacks, summed alike
+            S, s = (np.add.reduce(stack, axis=0, initial=0.0) for stack in self.stacked)  # the floats of _total
+            self.stacked = None
+            self._sync_round(r, S, s)
+            return
+        shift = self.cal.shift * np.eye(self.d)
+        grams = [g for _, _, g, _ in self.uploads.values()]
+        vecs = [v for _, _, _, v in self.uploads.values()]
         if len(self.uploads) < self.sim.num_agents or self.former:
             for agent in range(self.sim.num_agents):
                 if agent not in self.uploads:
@@ -488,13 +527,16 @@ class CentralizedFedUCB(Protocol):
                 if agent in self.former:
                     grams.append(self.former[agent][0])
                     vecs.append(self.former[agent][1])
-        S, s = _total(grams), _total(vecs)
+        self._sync_round(r, _total(grams), _total(vecs))
+
+    def _sync_round(self, r: int, S: np.ndarray, s: np.ndarray) -> None:
+        """Round ``r`` closes with (S, s): counted, and sent to every agent (Alg. 1 lines 18-20)."""
         self.sim.metrics.rounds += 1
         self.round_open = False
         self.completed = r
         self.last_sync = (self.completed, S, s)
         self.syncs.cancel(self.server)  # the new sync replaces every one still outstanding
-        self.syncs.send_many(self.server, list(range(self.sim.num_agents)), self.last_sync, size=self.d * (self.d + 1))
+        self.syncs.send_many(self.server, self.everyone_list, self.last_sync, size=self.d * (self.d + 1))
 
     def _send_sync(self, agent: int, sync: tuple[int, np.ndarray, np.ndarray]) -> None:
         self.syncs.cancel(self.server, agent)  # a newer sync replaces one still outstanding

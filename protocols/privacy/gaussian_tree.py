@@ -219,9 +219,10 @@ def _normals(rng: np.random.Generator, count: int) -> np.ndarray:
     return standard_normal(rng, np.empty(count))
 
 
-def symmetrise(raw: np.ndarray) -> np.ndarray:
-    """(Ñ + Ñ^T)/sqrt(2) of a matrix or of a stack of matrices (last two axes)."""
-    return (raw + np.swapaxes(raw, -1, -2)) / math.sqrt(2.0)
+def symmetrise(raw: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """(Ñ + Ñ^T)/sqrt(2) of a matrix or of a stack of matrices (last two axes); into ``out`` if given."""
+    total = np.add(raw, np.swapaxes(raw, -1, -2), out=out)
+    return np.divide(total, math.sqrt(2.0), out=total)
 
 
 class GaussianTreePrivatizer:
@@ -315,37 +316,50 @@ class GaussianTreePrivatizer:
     def _release_round(self, r: int, rows: np.ndarray, statistic: np.ndarray) -> np.ndarray:
         low = (r & -r).bit_length() - 1  # level of the node that leaf r completes
         self._level(r.bit_length())
-        block = statistic.copy()
-        if len(rows) == len(self.rngs) and (rows[1:] > rows[:-1]).all():
-            rows = slice(None)  # every stream in order (all agents at a round): views, not gathered copies
-        for level in range(low):  # merge the finished lower blocks into the new node
-            block += self._exact[level][rows]
-            self._exact[level][rows] = 0.0
-            self._noise[level][rows] = 0.0
-            self._node[level][rows] = 0.0
-        self._exact[low][rows] = block
+        every = len(rows) == len(self.rngs) and bool((rows[1:] > rows[:-1]).all())
+        # the new node's exact part: the leaf plus the finished lower blocks (block += exact of each lower level, in
+        # turn). Every stream in order (all agents at a round): built in place in the level's array; the lower
+        # levels are left as they are (a level is written again before any later release reads it).
+        if every:
+            block = self._exact[low]
+            np.copyto(block, statistic)
+            for level in range(low):
+                block += self._exact[level]
+        else:
+            block = statistic.copy()
+            for level in range(low):
+                block += self._exact[level][rows]
+            self._exact[low][rows] = block
         if self.calibration.private:
             # symmetric_noise of every stream: its draws from the stream's own generator, symmetrised at once
-            std, shape = self.std, (self.size, self.size)
             if self._ahead is None:
+                std, shape = self.std, (self.size, self.size)
                 raw = np.stack([rng.normal(0.0, std, size=shape) for rng in self._generators(rows)])
             else:
                 raw = self._read_ahead(rows)
-            self._noise[low][rows] = symmetrise(raw)
-            self.noise_drawn[rows] += 1
-        self._node[low][rows] = block + self._noise[low][rows]  # the new node's exact + noise (the older ones' kept)
+            if every:
+                symmetrise(raw, out=self._noise[low])
+            else:
+                self._noise[low][rows] = symmetrise(raw)
+            self.noise_drawn[slice(None) if every else rows] += 1
+        if every:  # the new node's exact + noise (the older ones' kept)
+            np.add(block, self._noise[low], out=self._node[low])
+            nodes = self._node
+        else:
+            self._node[low][rows] = block + self._noise[low][rows]
+            nodes = [node[rows] for node in self._node]
         levels = [level for level in range(r.bit_length()) if r >> level & 1]
-        noisy = np.add(0.0, self._node[levels[0]][rows])  # 0 + node + node + ...: the sum from zero, level by level
+        noisy = np.add(0.0, nodes[levels[0]])  # 0 + node + node + ...: the sum from zero, level by level
         for level in levels[1:]:
-            noisy += self._node[level][rows]
+            noisy += nodes[level]
         return noisy
 
-    def _read_ahead(self, rows: np.ndarray | slice) -> np.ndarray:
+    def _read_ahead(self, rows: np.ndarray) -> np.ndarray:
         """One node's noise for each of ``rows`` from the blocks read ahead: ``normal(0, std)`` is 0 + std z
         for the generator's next standard normals z (NumPy's ``loc + scale * gauss``)."""
-        ids = np.arange(len(self.rngs))[rows]
-        z = self._ahead.take_rows(ids, self.size * self.size).reshape(len(ids), self.size, self.size)
-        return 0.0 + self.std * z
+        z = self._ahead.take_rows(rows, self.size * self.size).reshape(len(rows), self.size, self.size)
+        np.multiply(self.std, z, out=z)  # z is a fresh array: scaled in place, the same floats
+        return np.add(0.0, z, out=z)
 
     def _generators(self, rows: np.ndarray | slice) -> list[np.random.Generator]:
         return self.rngs if isinstance(rows, slice) else [self.rngs[j] for j in rows]
@@ -376,5 +390,10 @@ class GaussianTreePrivatizer:
         Alg. 2 lines 12-13.
         """
         d = self.calibration.dimension
-        gram = released[:, :d, :d] + self.calibration.shift * np.eye(d)
+        gram = released[:, :d, :d] + self._shift_eye
         return gram, released[:, :d, d].copy()
+
+    @cached_property
+    def _shift_eye(self) -> np.ndarray:
+        """The PSD shift times I (d x d), computed once."""
+        return self.calibration.shift * np.eye(self.calibration.dimension)
