@@ -110,6 +110,29 @@ def test_pull_walk_is_pull_many_step_by_step(cls, options):
 @pytest.mark.parametrize("cls, options", [
     (BernoulliBandit, {"arms": 4, "means": [0.8, 0.5, 0.45, 0.2]}),
     (GaussianBandit, {"arms": 4, "means": [1.0, 0.5, 0.0, -1.0], "sigma": 0.5}),
+    (HeterogeneousBandit, {"arms": 4, "local_means": [[0.9, 0.1, 0.5, 0.3], [0.2, 0.6, 0.4, 0.7],
+                                                       [0.5, 0.5, 0.1, 0.0]]}),
+])
+def test_pull_walks_is_pull_many_agent_by_agent(cls, options):
+    """pull_walks(agents, arms, steps)[i] is what pull_many gives agents[i] for the same pulls (step-major),
+    as running sums, agents in any order, with the same regret (to the bit) and pulls afterwards, across a
+    buffer refill; repeated agents are refused."""
+    walked, pulled = make(cls, agents=3, seed=6, **options), make(cls, agents=3, seed=6, **options)
+    for agents, arms, steps in (([2, 0, 1], [0, 1, 2, 3], 40), ([1, 2], [1, 3], 300), ([0], [2], 7), ([2, 0], [0], 0)):
+        arms = np.array(arms)
+        walks = walked.pull_walks(np.array(agents), arms, steps)
+        assert walks.shape == (len(agents), len(arms), steps)
+        for walk, agent in zip(walks, agents):
+            rewards = pulled.pull_many(np.full(steps * len(arms), agent), np.tile(arms, steps), 1)
+            assert np.array_equal(walk, np.cumsum(rewards.reshape(steps, len(arms)), axis=0).T)
+        assert np.array_equal(walked.regret, pulled.regret) and np.array_equal(walked.pulls, pulled.pulls)
+    with pytest.raises(ValueError, match="distinct agents"):
+        walked.pull_walks(np.array([1, 1]), np.array([0]), 2)
+
+
+@pytest.mark.parametrize("cls, options", [
+    (BernoulliBandit, {"arms": 4, "means": [0.8, 0.5, 0.45, 0.2]}),
+    (GaussianBandit, {"arms": 4, "means": [1.0, 0.5, 0.0, -1.0], "sigma": 0.5}),
     (HeterogeneousBandit, {"arms": 4, "noise": "gaussian",
                            "local_means": [[0.9, 0.1, 0.5, 0.3], [0.2, 0.6, 0.4, 0.7], [0.5, 0.5, 0.1, 0.0]]}),
 ])

@@ -332,5 +332,14 @@ def test_walking_for_a_crashed_agent_is_a_protocol_error():
     sim = Simulation(sc, trial_sequence(sc.run["seed"], 0))
     sim.protocol.tick = lambda now, agent: sim.bandit.pull_walk(agent, np.array([0]), 3)  # ignores crashes
     from netsim.engine.errors import ProtocolError
-    with pytest.raises(ProtocolError, match=r"crashed agent 1 at t = 3"):
+    with pytest.raises(ProtocolError, match=r"crashed agent\(s\) \[1\] at t = 3"):
+        sim.run()
+
+
+def test_walking_many_with_a_crashed_agent_is_a_protocol_error():
+    sc = pinger({"crashes": [{"node": 1, "start": 2.5, "end": 5.0}]}, mode="global")
+    sim = Simulation(sc, trial_sequence(sc.run["seed"], 0))
+    sim.protocol.tick = lambda now, agent: sim.bandit.pull_walks(np.array([0, 1]), np.array([0]), 3)
+    from netsim.engine.errors import ProtocolError
+    with pytest.raises(ProtocolError, match=r"crashed agent\(s\) \[1\] at t = 3"):
         sim.run()

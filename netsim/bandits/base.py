@@ -188,23 +188,38 @@ class BanditEnvironment:
         ``pull_many(np.full(steps * len(arms), agent), np.tile(arms, steps), 1)``: one agent's pulls read a
         contiguous run of its stream, so nothing is sorted or gathered per element.
         """
-        self._each_left = 0
-        arms = np.asarray(arms, dtype=np.int64)
-        u = self._stream(agent, steps * len(arms)).reshape(steps, len(arms)).T
-        walk = self._walk(agent, arms, u)
-        gaps = self._walk_gaps(agent, arms)
-        # added one pull at a time, in pull order, as np.add.at does in pull_many (same rounding)
-        self.regret[agent] = np.cumsum(np.concatenate(([self.regret[agent]], np.tile(gaps, steps))))[-1]
-        self.pulls[agent] += steps * len(arms)
-        return walk
+        return self.pull_walks(np.array([agent], dtype=np.int64), arms, steps)[0]
 
-    def _walk(self, agent: int, arms: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """Running sums of ``agent``'s single rewards at quantiles ``u`` (len(arms) x steps, row j for
-        ``arms[j]``), as a C-ordered array."""
-        steps = u.shape[1]
-        rewards = self._rewards(np.full(u.size, agent), np.repeat(arms, steps), np.ones(u.size, dtype=np.int64),
-                                u.ravel()).reshape(u.shape)
-        return np.cumsum(rewards, axis=1)
+    def pull_walks(self, agents: np.ndarray, arms: np.ndarray, steps: int) -> np.ndarray:
+        """:meth:`pull_walk` for each of ``agents`` (distinct) in turn, all with the same ``arms`` and
+        ``steps``: a len(agents) x len(arms) x steps array whose ``[i]`` is ``pull_walk(agents[i], arms,
+        steps)``, with the same rewards and books, in one call (e.g. the first blocks of every agent).
+        """
+        self._each_left = 0
+        agents = np.asarray(agents, dtype=np.int64)
+        arms = np.asarray(arms, dtype=np.int64)
+        n, k = len(agents), len(arms)
+        if n > 1 and len(np.unique(agents)) < n:
+            raise ValueError(f"pull_walks: agents {agents.tolist()[:10]} repeat one; accepted: distinct agents")
+        u = np.empty((n, steps * k))
+        for row, agent in zip(u, agents.tolist()):
+            self._stream(agent, steps * k, out=row)
+        walks = self._walk(agents, arms, u.reshape(n, steps, k).transpose(0, 2, 1))
+        # added one pull at a time, in pull order, as np.add.at does in pull_many (same rounding)
+        books = np.empty((n, steps * k + 1))
+        books[:, 0] = self.regret[agents]
+        books[:, 1:].reshape(n, steps, k)[...] = self._walk_gaps(agents, arms)[:, None, :]  # a view: rows split
+        self.regret[agents] = np.add.accumulate(books, axis=1, out=books)[:, -1]
+        self.pulls[agents] += steps * k
+        return walks
+
+    def _walk(self, agents: np.ndarray, arms: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Running sums of each agent's single rewards at quantiles ``u`` (agents x arms x steps, ``[i, j]``
+        for ``agents[i]`` and ``arms[j]``), as a C-ordered array."""
+        n, k, steps = u.shape
+        rewards = self._rewards(np.repeat(agents, k * steps), np.tile(np.repeat(arms, steps), n),
+                                np.ones(u.size, dtype=np.int64), u.ravel()).reshape(u.shape)
+        return np.cumsum(rewards, axis=2)
 
     def _record(self, agents: np.ndarray, arms: np.ndarray, n: np.ndarray) -> None:
         np.add.at(self.regret, agents, n * self._pull_gaps(agents, arms))
@@ -217,11 +232,11 @@ class BanditEnvironment:
             self._gaps_of, self._gaps = self.local_means, self.gaps
         return self._gaps[arms]
 
-    def _walk_gaps(self, agent: int, arms: np.ndarray) -> np.ndarray:
-        """:meth:`_pull_gaps` for one agent's pulls of ``arms`` (:meth:`pull_walk`). Unless a kind
-        overrides :meth:`_pull_gaps` (gaps that depend on the agent's state), these are the gaps of the
+    def _walk_gaps(self, agents: np.ndarray, arms: np.ndarray) -> np.ndarray:
+        """:meth:`_pull_gaps` of each agent's pulls of ``arms`` (:meth:`pull_walks`), agents x arms. Unless
+        a kind overrides :meth:`_pull_gaps` (gaps that depend on the agent's state), these are the gaps of the
         global means, computed once per ``local_means`` array (no kind changes it in place)."""
-        return self._pull_gaps(np.full(len(arms), agent), arms)
+        return self._pull_gaps(np.repeat(agents, len(arms)), np.tile(arms, len(agents))).reshape(len(agents), -1)
 
     def _rewards(self, agents: np.ndarray, arms: np.ndarray, n: np.ndarray, u: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -251,13 +266,13 @@ class BanditEnvironment:
         self._cursor += counts
         return u
 
-    def _stream(self, agent: int, count: int) -> np.ndarray:
-        """The next ``count`` uniforms of ``agent``'s stream: what is left in its buffer, then fresh ones
-        straight from its generator (the buffer is left empty; generators give the same numbers whatever
-        the chunks they are asked for)."""
+    def _stream(self, agent: int, count: int, out: np.ndarray | None = None) -> np.ndarray:
+        """The next ``count`` uniforms of ``agent``'s stream (written to ``out`` if given): what is left in
+        its buffer, then fresh ones straight from its generator (the buffer is left empty; generators give
+        the same numbers whatever the chunks they are asked for)."""
         start = int(self._cursor[agent])
         buffered = min(self._block - start, count)
-        u = np.empty(count)
+        u = np.empty(count) if out is None else out
         u[:buffered] = self._buffer[agent, start:start + buffered]
         self._cursor[agent] = start + buffered
         if count > buffered:

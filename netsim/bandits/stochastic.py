@@ -103,10 +103,10 @@ class BernoulliBandit(BanditEnvironment):
     def _rewards(self, agents, arms, n, u):
         return bernoulli_sums(self.local_means[agents, arms], n, u)
 
-    def _walk(self, agent, arms, u):
+    def _walk(self, agents, arms, u):
         # a running count of successes (integer sums, exact in float)
-        hits = np.less(u, self.local_means[agent, arms][:, None], out=np.empty(u.shape, dtype=bool))
-        return np.cumsum(hits, axis=1, dtype=np.int64).astype(float)
+        hits = np.less(u, self.local_means[agents[:, None], arms][:, :, None], out=np.empty(u.shape, dtype=bool))
+        return np.cumsum(hits, axis=2, dtype=np.int64).astype(float)
 
 
 @bandits.register("gaussian")

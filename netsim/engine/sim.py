@@ -124,7 +124,8 @@ class Simulation:
         """Make a pull for a crashed agent a :class:`ProtocolError` (scenarios with crashes only).
 
         The check wraps this trial's ``bandit.pull_many`` (``pull`` goes through it),
-        ``bandit.pull_walk`` and ``bandit.pull_each``, so a scenario without crashes pays nothing. One exception: while
+        ``bandit.pull_walks`` (``pull_walk`` goes through it) and ``bandit.pull_each``, so a scenario without
+        crashes pays nothing. One exception: while
         the crash handlers of a node run, pulls for that node are allowed, since they settle slots
         it played before the crash (protocols that draw whole runs of slots lazily as exact-law sums).
         """
@@ -144,13 +145,16 @@ class Simulation:
                                     f"{down[:5]} at t = {self.env.now:g}; a crashed node pulls nothing")
             return pull_many(agents, arms, n)
 
-        pull_walk = bandit.pull_walk
+        pull_walks = bandit.pull_walks
 
-        def guarded_walk(agent, arms, steps):
-            if not up[agent] and agent != faults.settling:
-                raise ProtocolError(f"protocol {self.scenario.protocol['name']!r} pulled for crashed agent "
-                                    f"{agent} at t = {self.env.now:g}; a crashed node pulls nothing")
-            return pull_walk(agent, arms, steps)
+        def guarded_walks(agents, arms, steps):
+            agents = np.asarray(agents, dtype=np.int64)
+            if not up[agents].all():
+                down = agents[~up[agents]].tolist()
+                if down != [faults.settling]:
+                    raise ProtocolError(f"protocol {self.scenario.protocol['name']!r} pulled for crashed agent(s) "
+                                        f"{down[:5]} at t = {self.env.now:g}; a crashed node pulls nothing")
+            return pull_walks(agents, arms, steps)
 
         pull_each = bandit.pull_each
 
@@ -160,7 +164,7 @@ class Simulation:
             return pull_each(arms)
 
         bandit.pull_many = guarded
-        bandit.pull_walk = guarded_walk
+        bandit.pull_walks = guarded_walks  # pull_walk goes through it
         bandit.pull_each = guarded_each
 
     # ------------------------------------------------------------------ engine API

@@ -22,12 +22,12 @@ class _SuccessiveElimination(MultiAgentBAI):
     # ---------------------------------------------------------------- event mode
     def start_events(self) -> None:
         self.paths = RewardPaths(self.sim.bandit, self.N, self.K, self.local_failure())
-        self.paths.prefill(np.arange(self.N), self.active, 128)
+        self.paths.prefill(np.arange(self.N), 128)
         for n in range(self.N):
             self._plan(n, 0.0)
 
     def _plan(self, n: int, now: float) -> None:
-        if self.active[n].sum() <= 1:
+        if np.count_nonzero(self.active[n]) <= 1:
             steps = 1                          # leaves at its next activation (Alg. 3 line 10)
         else:
             steps = self.paths.next_crossing(n, self.active[n]) - int(self.paths.t[n])
@@ -64,7 +64,7 @@ class _SuccessiveElimination(MultiAgentBAI):
         if len(eliminated):
             self.active[n, eliminated] = False                             # line 8
             self.cast(n, eliminated)                                      # line 9
-        if self.active[n].sum() <= 1:                                      # line 10
+        if np.count_nonzero(self.active[n]) <= 1:                          # line 10
             self.leave(n, now)
             return
         self.active[n] &= ~self.told[n]                                    # line 12 (synchronise)

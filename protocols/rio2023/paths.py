@@ -190,7 +190,7 @@ class RewardPaths:
         if t == 0 or len(arms) < 2:
             return min(self.block, max(self.max_draws // max(len(arms), 1), 1))
         last = self._last(agent, arms)
-        drift = (last.max() - last.min()) / t
+        drift = float(np.maximum.reduce(last) - np.minimum.reduce(last)) / t
         if drift <= 0:
             return self.max_block
         target = float(t)
@@ -220,17 +220,19 @@ class RewardPaths:
         arms = np.flatnonzero(active)
         self._draw(agent, arms, self._block_size(agent, active), self._last(agent, arms))
 
-    def prefill(self, agents: np.ndarray, active: np.ndarray, size: int) -> None:
-        """Draw the first ``size`` local steps of every agent in ``agents`` (empty banks);
-        ``active`` is the agents x arms mask of sampled arms."""
-        for a in agents:
-            arms = np.flatnonzero(active[a])
-            self._draw(int(a), arms, size, self.sums[a, arms])
+    def prefill(self, agents: np.ndarray, size: int) -> None:
+        """Draw the first ``size`` local steps of every arm for every agent in ``agents`` (distinct, empty
+        banks, sums 0), in one ``pull_walks`` call."""
+        arms = np.arange(self.num_arms)
+        walks = self.bandit.pull_walks(np.array([self._stream(int(a)) for a in agents], dtype=np.int64), arms, size)
+        for a, walk in zip(agents.tolist(), walks):
+            self.bank[a].append((1, arms, walk))
+            self.end[a] = size
 
     def next_crossing(self, agent: int, active: np.ndarray) -> int:
         """First local step > t[agent] where an arm of ``active`` meets the elimination
         condition of CE appendix Alg. 4 (``active`` held fixed until then)."""
-        if (active & ~self.tested[agent]).any():
+        if np.logical_or.reduce(active > self.tested[agent]):
             self.checked[agent] = 0            # an arm the checked steps were not tested with
         self.tested[agent] = active
         t = int(self.t[agent])
@@ -241,12 +243,13 @@ class RewardPaths:
                 if stop <= step:
                     continue
                 keep = active[arms]
-                rows = walk[:, step - first:] if keep.all() else walk[keep, step - first:]
+                rows = walk[:, step - first:] if np.logical_and.reduce(keep) else walk[keep, step - first:]
                 # some arm k has max_l S_l - S_k >= B(t)  <=>  max - min >= B(t)  (CE Alg. 4 line 5)
-                hit = np.flatnonzero(rows.max(axis=0) - rows.min(axis=0) >= self._bounds(step, stop))
-                if len(hit):
-                    self.checked[agent] = step + int(hit[0]) - t - 1
-                    return step + int(hit[0])
+                hit = np.maximum.reduce(rows) - np.minimum.reduce(rows) >= self._bounds(step, stop)
+                first_hit = int(hit.argmax())                              # the first True, if any
+                if hit[first_hit]:
+                    self.checked[agent] = step + first_hit - t - 1
+                    return step + first_hit
                 step = stop
             self.checked[agent] = step - t - 1
             self._extend(agent, active)

@@ -125,7 +125,7 @@ def se_eliminated(sums: np.ndarray, arms: np.ndarray, t: int, num_arms: int, fai
     """:func:`se_local_elimination` for one agent: the arms of ``arms`` (its active set) it
     eliminates at local step ``t`` (same inequality, scalar threshold; the engine's hot path)."""
     values = sums[arms]
-    return arms[values.max() - values >= se_bound_at(t, num_arms, failure)]
+    return arms[np.maximum.reduce(values) - values >= se_bound_at(t, num_arms, failure)]
 
 
 # ---------------------------------------------------------------------- agent distribution P_N
