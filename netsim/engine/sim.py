@@ -123,11 +123,10 @@ class Simulation:
     def _guard_pulls(self) -> None:
         """Make a pull for a crashed agent a :class:`ProtocolError` (scenarios with crashes only).
 
-        The check wraps this trial's ``bandit.pull_many`` (``pull`` goes through it),
-        ``bandit.pull_walks`` (``pull_walk`` goes through it) and ``bandit.pull_each``, so a scenario without
-        crashes pays nothing. One exception: while
-        the crash handlers of a node run, pulls for that node are allowed, since they settle slots
-        it played before the crash (protocols that draw whole runs of slots lazily as exact-law sums).
+        The check wraps this trial's ``bandit.pull_many`` (``pull`` goes through it), ``bandit.pull_walks``
+        (``pull_walk`` goes through it) and ``bandit.pull_each``, so a scenario without crashes pays nothing.
+        One exception: while the crash handlers of a node run, pulls for that node are allowed, since they
+        settle slots it played before the crash (protocols that draw whole runs of slots lazily as exact-law sums).
         """
         bandit, faults = self.bandit, self.faults
         up = faults.up
